@@ -1,0 +1,86 @@
+"""Every limit, window and threshold mailnode uses, each with where its number comes from.
+
+Units are in the name (``_SECONDS``, ``_BYTES``, ``_STATEMENTS``). "seed 000" etc. name the seed
+documents in ``../shared/seeds/``; "reference" means the public TypeScript reference node described
+in ``../shared/spec/`` (Part B); "measured" means a figure measured in this repository, with the test
+that measures it. Code never writes a bare number that belongs here.
+"""
+
+from __future__ import annotations
+
+# --- API -----------------------------------------------------------------------------------------
+
+#: Lists are clamped to 1..LIST_LIMIT_MAX (never an error). Sized: a page a person can read at once.
+LIST_LIMIT_MAX = 500
+#: The page size when ``limit`` is absent. Sized.
+LIST_LIMIT_DEFAULT = 50
+#: An API token is ``mn_`` + this many random bytes, URL-safe base64. 32 bytes = 256 bits (sized).
+TOKEN_RANDOM_BYTES = 32
+
+# --- Storage -------------------------------------------------------------------------------------
+
+#: SQLite waits this long for a lock before SQLITE_BUSY. Sized for a few concurrent writers.
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+
+# --- Audit ---------------------------------------------------------------------------------------
+
+#: Audit detail JSON over this many UTF-8 bytes is replaced by a truncation record (reference: 2048).
+AUDIT_MAX_DETAIL_BYTES = 2048
+#: Attempts to append on a sequence race before the act fails (reference: APPEND_ATTEMPTS = 5).
+AUDIT_APPEND_ATTEMPTS = 5
+#: Rows per page when verifying the chain (reference: audit.verify_batch = 1000).
+AUDIT_VERIFY_BATCH = 1000
+#: ``GET /api/audit`` answers at most this many rows per page (reference: newest 200).
+AUDIT_LIST_MAX = 200
+
+# --- Ingress -------------------------------------------------------------------------------------
+
+#: Largest message accepted over SMTP or ingest, bytes. 25 MiB: the common provider ceiling (Gmail,
+#: Microsoft 365 receive limits are 25-35 MB); anything larger is refused 552 and nothing is stored.
+MESSAGE_MAX_BYTES = 25 * 1024 * 1024
+#: SMTP line length honoured on input, bytes. RFC 5321 §4.5.3.1.6 says 1,000 octets; real bounces
+#: carry longer lines, so the listener accepts up to the message size (be liberal in what you accept).
+SMTP_LINE_MAX_BYTES = MESSAGE_MAX_BYTES
+#: Authentication-Results values longer than this are not handed to authres (sized: the longest
+#: real header in the corpus is under 4 KiB; a cap bounds parser time on hostile input).
+AUTH_RESULTS_MAX_BYTES = 8 * 1024
+#: Seconds between scans for receipts still unmaterialised (sized: the repair of a crash between
+#: the receipt commit and the workflow start may take this long).
+MATERIALISE_SCAN_INTERVAL_SECONDS = 30
+
+# --- Outbound ------------------------------------------------------------------------------------
+
+#: ``release_at`` = seal time + this when the mailbox sets no hold window (reference: 15 s).
+SEND_HOLD_WINDOW_DEFAULT_SECONDS = 15
+#: References emitted on a reply: the root and the newest others (reference: 20).
+SEND_REFERENCES_EMITTED_MAX = 20
+#: Sends handed over per sweep batch (reference: dispatchDue limit = 20).
+DISPATCH_BATCH_MAX = 20
+#: Seconds between dispatch sweeps (sized: a send released by the hold window waits at most this).
+DISPATCH_SWEEP_INTERVAL_SECONDS = 5
+#: A claim's lease: after this a claimed send whose worker died is recovered (sized; spec/transactional.md §3).
+DISPATCH_LEASE_SECONDS = 300
+
+# --- Governance (seed 000; spec/outbound.md §0) --------------------------------------------------
+
+#: Send approvals expire after this (reference: approval.send_expiry_seconds = 345600, 4 days).
+APPROVAL_SEND_EXPIRY_SECONDS = 345_600
+#: Volume breaker: recipients handed over per window (seed 000; reference 3600 s / 500).
+BREAKER_VOLUME_WINDOW_SECONDS = 3600
+BREAKER_VOLUME_MAX_RECIPIENTS = 500
+#: Bounce-rate breaker (seed 000; reference 21600 s / over 30 % / at least 20 observations).
+BREAKER_BOUNCE_WINDOW_SECONDS = 21_600
+BREAKER_BOUNCE_MAX_PERCENT = 30
+BREAKER_BOUNCE_MIN_OBSERVATIONS = 20
+#: Complaint-rate breaker (seed 000; reference 86400 s / over 5 % / at least 50 observations).
+BREAKER_COMPLAINT_WINDOW_SECONDS = 86_400
+BREAKER_COMPLAINT_MAX_PERCENT = 5
+BREAKER_COMPLAINT_MIN_OBSERVATIONS = 50
+#: Doctor calls delivery blind when mail was handed over this long ago and nothing came back
+#: (reference: events.delivery_silence_minutes = 15).
+DELIVERY_SILENCE_SECONDS = 15 * 60
+
+# --- Butlers (seed 003; spec/butler.md) ----------------------------------------------------------
+
+#: The statement pot per Butler run (issue 6: default 10000).
+BUTLER_RUN_POT_STATEMENTS = 10_000

@@ -1,0 +1,147 @@
+"""The one typed settings object, read from ``MAILNODE_*`` environment variables and an optional TOML file.
+
+Precedence (highest first): explicit keyword arguments (the CLI's flags), ``MAILNODE_*`` environment
+variables, ``<data_dir>/mailnode.toml`` (or ``MAILNODE_CONFIG_FILE``), the defaults below. Every option
+is documented in ``docs/configuration.md``. Settings are passed into constructors, never read from a
+global.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from mailnode import budgets
+from mailnode.errors import invalid
+
+
+def _hostport(value: str, field: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not (0 <= int(port) <= 65535):
+        raise invalid(
+            "E_SETTING_MALFORMED",
+            f"{field} {value!r} is not HOST:PORT.",
+            "Listen addresses are a host and a port joined by a colon.",
+            f"Set {field} like 127.0.0.1:8025.",
+            setting=field,
+            value=value,
+        )
+    return host.strip("[]"), int(port)
+
+
+class Settings(BaseSettings):
+    """Node settings. Field names map to ``MAILNODE_<NAME>`` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="MAILNODE_", extra="ignore")
+
+    #: Where the node keeps its database (by default), evidence store and outbox.
+    data_dir: Path = Field(default=Path("./.mailnode"))
+    #: SQLAlchemy URL; empty means SQLite at ``<data_dir>/mailnode.db``.
+    database_url: str = ""
+    #: HTTP API listen address, HOST:PORT.
+    http: str = "127.0.0.1:8025"
+    #: SMTP listener address, HOST:PORT.
+    smtp: str = "127.0.0.1:2525"
+    #: Outbound transport: file (default, writes .eml into the outbox), smtp, or resend.
+    transport: Literal["file", "smtp", "resend"] = "file"
+    #: Smarthost for the smtp transport, HOST:PORT.
+    smtp_relay: str = "127.0.0.1:25"
+    #: TLS for the smtp transport.
+    smtp_tls: Literal["opportunistic", "required", "implicit", "none"] = "opportunistic"
+    #: Optional smarthost credentials (never logged).
+    smtp_username: str = ""
+    smtp_password: str = Field(default="", repr=False)
+    #: Resend API base URL and key (the local emulator in tests).
+    resend_base_url: str = "https://api.resend.com"
+    resend_api_key: str = Field(default="", repr=False)
+    #: Resend webhook signing secret (``whsec_...``).
+    resend_webhook_secret: str = Field(default="", repr=False)
+    #: The bounce domain for VERP return paths; empty means the organisation's first domain.
+    bounce_domain: str = ""
+    #: authserv-ids whose Authentication-Results headers are trusted (comma-separated in the env).
+    trusted_authserv_ids: list[str] = Field(default_factory=list)
+    #: Statement pot per Butler run.
+    butler_run_pot: int = budgets.BUTLER_RUN_POT_STATEMENTS
+    #: Seconds between dispatch sweeps (DBOS schedule).
+    dispatch_interval_seconds: int = budgets.DISPATCH_SWEEP_INTERVAL_SECONDS
+    #: Seconds between scans for unmaterialised receipts.
+    materialise_scan_interval_seconds: int = budgets.MATERIALISE_SCAN_INTERVAL_SECONDS
+    #: DBOS executor id of this process; empty means one derived from host and pid (DBOS trap 3).
+    executor_id: str = ""
+    #: DBOS system database URL; empty means SQLite in the data directory, or the node's PostgreSQL.
+    dbos_system_database_url: str = ""
+
+    @field_validator("trusted_authserv_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [p.strip().lower() for p in v.split(",") if p.strip()]
+        return v
+
+    @property
+    def http_hostport(self) -> tuple[str, int]:
+        """(host, port) of the HTTP listener; raises ``E_SETTING_MALFORMED``."""
+        return _hostport(self.http, "http")
+
+    @property
+    def smtp_hostport(self) -> tuple[str, int]:
+        """(host, port) of the SMTP listener; raises ``E_SETTING_MALFORMED``."""
+        return _hostport(self.smtp, "smtp")
+
+    @property
+    def relay_hostport(self) -> tuple[str, int]:
+        """(host, port) of the smarthost; raises ``E_SETTING_MALFORMED``."""
+        return _hostport(self.smtp_relay, "smtp_relay")
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL in force: the setting, else SQLite at ``<data_dir>/mailnode.db``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'mailnode.db').resolve()}"
+
+    @property
+    def is_postgres(self) -> bool:
+        """True when the node's database is PostgreSQL."""
+        return self.resolved_database_url.startswith("postgresql")
+
+    @property
+    def evidence_dir(self) -> Path:
+        """Content-addressed blobs: raw inbound MIME, sealed bodies, submitted bytes."""
+        return self.data_dir / "evidence"
+
+    @property
+    def outbox_dir(self) -> Path:
+        """Where the ``file`` transport writes one ``.eml`` per recipient."""
+        return self.data_dir / "outbox"
+
+
+def load_settings(data_dir: Path | str | None = None, **overrides: Any) -> Settings:
+    """Build the settings: TOML file under the data directory, then env, then ``overrides``.
+
+    ``data_dir`` defaults to ``MAILNODE_DATA_DIR``, else ``./.mailnode``. Raises
+    ``E_SETTING_MALFORMED`` (422) when the TOML file does not parse.
+    """
+    base = Path(data_dir) if data_dir is not None else Path(os.environ.get("MAILNODE_DATA_DIR", "./.mailnode"))
+    file_values: dict[str, Any] = {}
+    path = Path(os.environ.get("MAILNODE_CONFIG_FILE", base / "mailnode.toml"))
+    if path.is_file():
+        try:
+            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise invalid(
+                "E_SETTING_MALFORMED",
+                f"{path} is not valid TOML.",
+                str(exc),
+                f"Fix or remove {path}.",
+                path=str(path),
+            ) from exc
+    env_values = Settings().model_dump(exclude_unset=True)
+    merged = {**file_values, **env_values, **{k: v for k, v in overrides.items() if v is not None}}
+    merged["data_dir"] = base
+    return Settings(**merged)

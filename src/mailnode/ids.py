@@ -1,0 +1,96 @@
+"""Typed-prefix ULID identifiers (``<prefix>_<26 Crockford base32>``), minted and validated here.
+
+The prefixes are a closed registry (``PREFIXES``, spec/outbound.md §8.4 plus mailnode's own). An id
+is validated where it enters (a path parameter, a request body, a CLI argument); a malformed or
+wrong-kind id raises ``E_ID_MALFORMED`` (422). Butler run ids are ``<btv id>-<trigger key>`` and are
+not ULIDs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ulid import ULID
+
+from mailnode.errors import invalid
+
+#: Every prefix mailnode mints, with the entity it names.
+PREFIXES: dict[str, str] = {
+    "org": "organisation",
+    "usr": "user",
+    "tm": "team",
+    "tmm": "team membership",
+    "tok": "API token",
+    "app": "application",
+    "mbx": "mailbox",
+    "mba": "mailbox address",
+    "dom": "domain",
+    "rt": "relationship tuple",
+    "aud": "audit entry",
+    "rcpt": "ingress receipt",
+    "msg": "message",
+    "cnv": "conversation",
+    "cas": "case",
+    "dft": "draft",
+    "snd": "send manifest",
+    "srp": "send recipient",
+    "sev": "send recipient event",
+    "pol": "policy",
+    "plv": "policy version",
+    "pst": "policy stage",
+    "apr": "approval",
+    "ast": "approval stage",
+    "apd": "approval decision",
+    "dpz": "domain pause",
+    "hld": "legal hold",
+    "ntf": "notice",
+    "btl": "Butler",
+    "btv": "Butler version",
+    "bpz": "Butler pause",
+    "bre": "Butler run effect",
+    "brp": "Butler replay",
+    "vfc": "verification code",
+    "log": "log entry",
+}
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_ID_RE = re.compile(r"^([a-z]{2,4})_([0-9A-HJKMNP-TV-Z]{26})$")
+
+
+def new_id(prefix: str) -> str:
+    """Mint ``<prefix>_<ULID>``; ``prefix`` must be in ``PREFIXES`` (a typo is a programming error)."""
+    if prefix not in PREFIXES:
+        raise KeyError(f"unknown id prefix {prefix!r}")
+    return f"{prefix}_{ULID()}"
+
+
+def is_id(value: object, prefix: str | None = None) -> bool:
+    """True when ``value`` is a well-formed id (of ``prefix`` when given)."""
+    if not isinstance(value, str):
+        return False
+    m = _ID_RE.match(value)
+    if not m or m.group(1) not in PREFIXES:
+        return False
+    return prefix is None or m.group(1) == prefix
+
+
+def parse_id(value: object, prefix: str, field: str = "id") -> str:
+    """Return ``value`` when it is a well-formed ``prefix`` id, else raise ``E_ID_MALFORMED`` (422)."""
+    if is_id(value, prefix):
+        return str(value)
+    entity = PREFIXES.get(prefix, prefix)
+    raise invalid(
+        "E_ID_MALFORMED",
+        f"{field} {value!r} is not a {entity} id.",
+        f"A {entity} id looks like {prefix}_ followed by 26 Crockford base32 characters.",
+        "Copy the id from the listing that returned it (for example GET /api/mailboxes).",
+        field=field,
+        value=str(value)[:100],
+        expected_prefix=prefix,
+    )
+
+
+def prefix_of(value: str) -> str | None:
+    """The prefix of a well-formed id, else None."""
+    m = _ID_RE.match(value) if isinstance(value, str) else None
+    return m.group(1) if m else None
