@@ -60,6 +60,26 @@ DISPATCH_BATCH_MAX = 20
 DISPATCH_SWEEP_INTERVAL_SECONDS = 5
 #: A claim's lease: after this a claimed send whose worker died is recovered (sized; spec/transactional.md §3).
 DISPATCH_LEASE_SECONDS = 300
+#: Transports: recipients per submission. One envelope (or one provider request) per recipient, so Bcc
+#: stays correct and every recipient row has its own idempotency key (spec/outbound.md Part A 4).
+TRANSPORT_RECIPIENTS_PER_SUBMISSION = 1
+#: SMTP client: seconds to open the TCP connection and read the 220 greeting (sized: a smarthost on the
+#: same network answers in well under a second; RFC 5321 §4.5.3.2.1 allows a server 5 min, which would
+#: hold a dispatch worker too long, and a connect failure is retried anyway).
+SMTP_CONNECT_TIMEOUT_SECONDS = 30
+#: SMTP client: seconds to wait for the reply to one command (RFC 5321 §4.5.3.2.2-4: MAIL and RCPT 5 min).
+SMTP_COMMAND_TIMEOUT_SECONDS = 300
+#: SMTP client: seconds to wait for the reply after the end-of-data dot (RFC 5321 §4.5.3.2.6: 10 min).
+SMTP_DATA_TIMEOUT_SECONDS = 600
+#: Resend: ``Idempotency-Key`` values are remembered this long, from first use (spec/resend.md §4: 24 h).
+RESEND_IDEMPOTENCY_WINDOW_SECONDS = 24 * 3600
+#: Resend: the longest key the API accepts, characters (spec/resend.md §4: 1..256).
+RESEND_IDEMPOTENCY_KEY_MAX_CHARS = 256
+#: Resend: seconds an HTTP request may take end to end before it is ``outcome_unknown`` (sized: the API
+#: answers in well under a second; in 2023 it once stopped answering bad keys at all, spec/resend.md §3).
+RESEND_HTTP_TIMEOUT_SECONDS = 30
+#: Resend: retry-after assumed when a 429 carries none (spec/resend.md §6: windows are one second).
+RESEND_RETRY_AFTER_DEFAULT_SECONDS = 1
 
 # --- Governance (seed 000; spec/outbound.md §0) --------------------------------------------------
 
