@@ -1,0 +1,197 @@
+"""RFC 5322 bytes for an outbound send, built by mailnode itself with the stdlib ``email`` package.
+
+``render(message)`` is pure: the same ``OutboundMessage`` gives the same bytes (the Date is an input, the
+Message-ID is derived from the send id). The caller validates addresses first (``addresses``); ``render``
+re-checks every header value for line breaks so no path can inject a header. Bcc is carried for the
+envelope and is never written (RFC 5322 §3.6.3 lets the sender omit it; mailnode always does, so one
+Bcc recipient is never shown to another). Also here: the body normaliser and the SHA-256 helper used for
+evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime
+from typing import Literal
+
+from mailnode import budgets
+from mailnode.errors import MailnodeError, invalid
+from mailnode.outbound.addresses import reject_header_injection
+
+#: ``Auto-Submitted`` values mailnode writes (RFC 3834 §5): a Butler's mail answers a message
+#: (``auto-replied``); the node's own notices are generated (``auto-generated``).
+AutoSubmitted = Literal["auto-replied", "auto-generated"]
+AUTO_SUBMITTED_VALUES: tuple[str, ...] = ("auto-replied", "auto-generated")
+
+#: The policy used to serialise: RFC 5322 line endings (CRLF) and 7-bit output, so non-ASCII headers
+#: become RFC 2047 encoded words and the body is quoted-printable or base64; no SMTPUTF8 or 8BITMIME
+#: is needed from the smarthost.
+_POLICY = SMTP.clone(cte_type="7bit")
+
+#: A msg-id as mailnode accepts it for In-Reply-To/References (RFC 5322 §3.6.4): angle brackets around
+#: ``left@right`` with no whitespace or further brackets.
+_MSG_ID = re.compile(r"^<[^<>\s@]+@[^<>\s@]+>$")
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    """What ``render`` needs, all already validated and normalised.
+
+    Attributes:
+        from_address: the mailbox address (``local@domain``, A-label domain).
+        from_name: display name for From, or None.
+        to, cc: recipient addresses written in the To and Cc headers (may be empty; order kept).
+        bcc: recipients that get the message but appear in no header.
+        subject: the Subject text (no line breaks).
+        date: aware datetime of the seal, written as the Date header (RFC 5322 §3.3).
+        message_id: ``<snd_...@sending-domain>`` (see ``make_message_id``).
+        in_reply_to: the parent's msg-id, or None.
+        references: the parent's References chain followed by the parent's msg-id, oldest first; it is
+            bounded on output by ``bound_references``.
+        body: the typed body text (rendered as text/plain UTF-8).
+        auto_submitted: ``auto-replied`` (a Butler's mail), ``auto-generated`` (node notices) or None.
+    """
+
+    from_address: str
+    to: tuple[str, ...]
+    subject: str
+    date: datetime
+    message_id: str
+    body: str
+    from_name: str | None = None
+    cc: tuple[str, ...] = ()
+    bcc: tuple[str, ...] = ()
+    in_reply_to: str | None = None
+    references: tuple[str, ...] = ()
+    auto_submitted: AutoSubmitted | None = None
+
+
+def make_message_id(send_id: str, sending_domain: str) -> str:
+    """The RFC 5322 §3.6.4 Message-ID of a send: ``<snd_...@sending-domain>`` (domain lower-cased)."""
+    reject_header_injection("Message-ID", send_id)
+    reject_header_injection("Message-ID", sending_domain)
+    return f"<{send_id}@{sending_domain.lower()}>"
+
+
+def bound_references(chain: Sequence[str], limit: int = budgets.SEND_REFERENCES_EMITTED_MAX) -> tuple[str, ...]:
+    """Deduplicate a References chain (oldest first) and keep at most ``limit`` ids: the root and the newest.
+
+    RFC 5322 §3.6.4 builds References as the parent's References plus the parent's Message-ID; long
+    threads grow without bound, so mailnode keeps the first id (the thread root, which threading needs)
+    and the ``limit - 1`` newest. Duplicates keep their first position. ``limit`` < 1 keeps nothing.
+    """
+    seen: set[str] = set()
+    unique: list[str] = []
+    for ref in chain:
+        if ref not in seen:
+            seen.add(ref)
+            unique.append(ref)
+    if limit < 1:
+        return ()
+    if len(unique) <= limit:
+        return tuple(unique)
+    if limit == 1:
+        return (unique[0],)
+    return (unique[0], *unique[-(limit - 1) :])
+
+
+def normalise_body(text: str) -> str:
+    """The normalised body: CRLF line endings, trailing spaces and tabs removed from every line.
+
+    Nothing else changes (no Unicode normalisation, no re-wrapping), so the typed body can be compared
+    with it line for line. ``"a \\r\\nb\\t\\n"`` becomes ``"a\\r\\nb\\r\\n"``; a lone CR counts as a line end.
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\r\n".join(line.rstrip(" \t") for line in lines)
+
+
+def sha256_hex(data: bytes | str) -> str:
+    """SHA-256 of ``data`` as 64 lower-case hex digits; a ``str`` is hashed as its UTF-8 bytes."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _check_msg_id(field: str, value: str) -> str:
+    reject_header_injection(field, value)
+    if not _MSG_ID.match(value):
+        raise invalid(
+            "E_HEADER_MALFORMED",
+            f"The {field} value {value!r} is not a message id.",
+            "A message id is <left@right> with no spaces (RFC 5322 §3.6.4).",
+            "Reply to a message that carries a well-formed Message-ID, or send without threading.",
+            field=field,
+            value=value[:200],
+        )
+    return value
+
+
+def render(message: OutboundMessage) -> bytes:
+    """Render ``message`` as RFC 5322 bytes with CRLF line endings.
+
+    Headers, in order: From, To, Cc (only when non-empty), Subject, Date, Message-ID, In-Reply-To and
+    References (only for a reply; References bounded by ``bound_references``), Auto-Submitted (when
+    set), then MIME-Version and a text/plain; charset="utf-8" body (RFC 2045/2046). Bcc is never written.
+
+    Raises ``E_HEADER_INJECTION`` (422) for CR/LF/NUL in any header value, ``E_HEADER_MALFORMED`` (422)
+    for a Message-ID, In-Reply-To or References entry that is not ``<left@right>``, an ``Auto-Submitted``
+    value outside ``AUTO_SUBMITTED_VALUES``, a naive ``date``, or a send with no To/Cc/Bcc recipient.
+    """
+    if not (message.to or message.cc or message.bcc):
+        raise _malformed("To", "", "A message needs at least one recipient.")
+    if message.date.tzinfo is None:
+        raise _malformed("Date", str(message.date), "The Date must be an aware datetime (UTC).")
+    if message.auto_submitted is not None and message.auto_submitted not in AUTO_SUBMITTED_VALUES:
+        raise _malformed("Auto-Submitted", str(message.auto_submitted), "Only auto-replied and auto-generated.")
+    for field, values in (("From", (message.from_address,)), ("To", message.to), ("Cc", message.cc),
+                          ("Bcc", message.bcc)):
+        for value in values:
+            reject_header_injection(field, value)
+    if message.from_name is not None:
+        reject_header_injection("From", message.from_name)
+    reject_header_injection("Subject", message.subject)
+    _check_msg_id("Message-ID", message.message_id)
+    references = bound_references([_check_msg_id("References", r) for r in message.references])
+    in_reply_to = _check_msg_id("In-Reply-To", message.in_reply_to) if message.in_reply_to else None
+
+    msg = EmailMessage(policy=_POLICY)
+    msg["From"] = _address(message.from_address, message.from_name or "")
+    if message.to:
+        msg["To"] = [_address(a) for a in message.to]
+    if message.cc:
+        msg["Cc"] = [_address(a) for a in message.cc]
+    msg["Subject"] = message.subject
+    msg["Date"] = format_datetime(message.date.astimezone(timezone.utc))
+    msg["Message-ID"] = message.message_id
+    if in_reply_to:
+        msg["In-Reply-To"] = in_reply_to
+    if references:
+        msg["References"] = " ".join(references)
+    if message.auto_submitted:
+        msg["Auto-Submitted"] = message.auto_submitted
+    # Written before the content so it precedes Content-Type (set_content only adds it when absent).
+    msg["MIME-Version"] = "1.0"
+    msg.set_content(message.body, subtype="plain", charset="utf-8")
+    return msg.as_bytes(policy=_POLICY)
+
+
+def _address(addr_spec: str, display_name: str = "") -> Address:
+    local, _, domain = addr_spec.rpartition("@")
+    return Address(display_name=display_name, username=local, domain=domain)
+
+
+def _malformed(field: str, value: str, why: str) -> MailnodeError:
+    return invalid(
+        "E_HEADER_MALFORMED",
+        f"The {field} header cannot be rendered.",
+        why,
+        "Correct the send's fields and seal it again.",
+        field=field,
+        value=value[:200],
+    )

@@ -1,0 +1,1 @@
+"""Tests for ``mailnode.outbound`` that need no database: addresses, render, transports, webhooks."""
