@@ -22,6 +22,10 @@ TOKEN_RANDOM_BYTES = 32
 #: SQLite waits this long for a lock before SQLITE_BUSY. Sized for a few concurrent writers.
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 
+#: DBOS polls SQLite for notifications (a release waking a waiting run) this often, seconds. spec/dbos.md
+#: trap 4: 0.05 s gave 38 ms send-to-wake, against 1 s by default.
+DBOS_NOTIFICATION_POLL_SECONDS = 0.05
+
 # --- Audit ---------------------------------------------------------------------------------------
 
 #: Audit detail JSON over this many UTF-8 bytes is replaced by a truncation record (reference: 2048).
@@ -47,11 +51,16 @@ AUTH_RESULTS_MAX_BYTES = 8 * 1024
 #: Seconds between scans for receipts still unmaterialised (sized: the repair of a crash between
 #: the receipt commit and the workflow start may take this long).
 MATERIALISE_SCAN_INTERVAL_SECONDS = 30
+#: Defects recorded per parsed message; past this one line says how many more (sized: the worst
+#: corpus file has under 10; a hostile message could carry thousands of broken headers).
+PARSE_DEFECTS_MAX = 50
 
 # --- Outbound ------------------------------------------------------------------------------------
 
 #: ``release_at`` = seal time + this when the mailbox sets no hold window (reference: 15 s).
 SEND_HOLD_WINDOW_DEFAULT_SECONDS = 15
+#: Largest hold window a mailbox may set, seconds (sized: a day; a longer hold is a policy, not a window).
+SEND_HOLD_WINDOW_MAX_SECONDS = 86_400
 #: References emitted on a reply: the root and the newest others (reference: 20).
 SEND_REFERENCES_EMITTED_MAX = 20
 #: Sends handed over per sweep batch (reference: dispatchDue limit = 20).
@@ -104,3 +113,38 @@ DELIVERY_SILENCE_SECONDS = 15 * 60
 
 #: The statement pot per Butler run (issue 6: default 10000).
 BUTLER_RUN_POT_STATEMENTS = 10_000
+
+#: Largest Butler source accepted by the checker, UTF-8 bytes. The reference bounds the stored
+#: canonical AST plus the source text together at 2,000,000 bytes (its d1.max_row_bytes); half of
+#: that for the source leaves the same room for the canonical form stored beside it.
+BUTLER_SOURCE_MAX_BYTES = 1_000_000
+#: Deepest JSON nesting the checker reads (arrays and objects). Sized: the deepest shipped shape is
+#: a ``validate`` schema a few levels down in a node in ``nodes``; 64 leaves generous room and keeps
+#: every recursive walk (parse, schema check, canonical form) far below Python's recursion limit.
+BUTLER_SOURCE_MAX_DEPTH = 64
+#: Most nodes in one program. The reference has no cap (its only bound is the row size); sized so
+#: the checker's per-loop reachability pricing stays instant (the largest example has 11 nodes).
+BUTLER_NODES_MAX = 1000
+#: Longest ``wait`` in seconds: 365 days, the reference platform's durable sleep limit
+#: (spec/butler.md §1.4); a longer sleep could not be honoured by the reference either.
+BUTLER_WAIT_MAX_SECONDS = 365 * 24 * 3600
+#: Largest integer JSON carries exactly, and so the largest ``maxItems`` and the saturation point of
+#: a price: 2^53 - 1 (RFC 7493 §2.2, I-JSON; RFC 8785 §3.2.2.3 refuses anything beyond it).
+JSON_SAFE_INTEGER_MAX = 2**53 - 1
+
+# Publication prices (``BUTLER_PRICE_*``) and runtime reservations (``BUTLER_RESERVE_*``) per effect
+# node, in SQL statements. Starting values are the reference's figures (spec/butler.md §3:
+# ``butler.step_cost_max_*`` for publication, ``butler.run_cost_max_*`` for the runtime guard); the
+# runtime issue measures each node with the statement meter and raises a figure that a measurement
+# exceeds. Pure nodes (guard, switch, map, foreach, join, wait, stop, transform, validate) cost 0.
+BUTLER_PRICE_LOOKUP_STATEMENTS = 4
+BUTLER_PRICE_CASE_ASSIGN_STATEMENTS = 8
+BUTLER_PRICE_CASE_CLOSE_STATEMENTS = 3
+BUTLER_PRICE_DRAFT_STATEMENTS = 10
+BUTLER_PRICE_SEND_PROPOSE_STATEMENTS = 20
+BUTLER_RESERVE_LOOKUP_STATEMENTS = 4
+BUTLER_RESERVE_CASE_ASSIGN_STATEMENTS = 10
+BUTLER_RESERVE_CASE_CLOSE_STATEMENTS = 4
+BUTLER_RESERVE_DRAFT_STATEMENTS = 10
+#: The reference reserves 28 for a send (measured node 23-25 against a function bound of 20).
+BUTLER_RESERVE_SEND_PROPOSE_STATEMENTS = 28

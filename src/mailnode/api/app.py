@@ -1,0 +1,19 @@
+"""``create_app(node)``: the FastAPI application with every router and the error renderer."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from mailnode import __version__
+from mailnode.api import audit, directory, errors, health, mailboxes
+from mailnode.node import Node
+
+
+def create_app(node: Node) -> FastAPI:
+    """Build the API over ``node``. OpenAPI at ``/docs``."""
+    app = FastAPI(title="mailnode", version=__version__, docs_url="/docs")
+    app.state.node = node
+    errors.install(app)
+    for module in (health, directory, mailboxes, audit):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,42 @@
+"""Routes for the audit trail: ``GET /api/audit`` and ``POST /api/audit/verify`` (administrators)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from sqlalchemy import select
+
+from mailnode import audit, budgets
+from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.authz import require_admin
+
+router = APIRouter(prefix="/api/audit", tags=["audit"])
+
+
+@router.get("")
+def list_entries(node: NodeDep, caller: CallerDep, action: str | None = None, limit: int | None = None,
+                 cursor: int | None = None) -> dict[str, Any]:
+    """Entries newest first; ``cursor`` is a sequence number to continue below; ``action`` filters."""
+    n = budgets.AUDIT_LIST_MAX if limit is None else max(1, min(limit, budgets.AUDIT_LIST_MAX))
+    t = audit.audit_entries
+    with node.read() as conn:
+        require_admin(conn, caller.org_id, caller.principal_id, "read the audit trail")
+        q = select(t).where(t.c.org_id == caller.org_id)
+        if action:
+            q = q.where(t.c.action == action)
+        if cursor is not None:
+            q = q.where(t.c.seq < cursor)
+        rows = conn.execute(q.order_by(t.c.seq.desc()).limit(n)).all()
+    entries = [{"id": r.id, "seq": r.seq, "at": r.at.isoformat(), "actor_id": r.actor_id, "actor_kind": r.actor_kind,
+                "action": r.action, "subject": r.subject, "outcome": r.outcome, "detail": r.detail,
+                "hash": r.hash} for r in rows]
+    return {"entries": entries, "next_cursor": rows[-1].seq if len(rows) == n and rows else None}
+
+
+@router.post("/verify")
+def verify(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Verify the hash chain; reports the first broken link with its sequence number."""
+    with node.read() as conn:
+        require_admin(conn, caller.org_id, caller.principal_id, "verify the audit trail")
+        return {"verification": audit.verify(conn, caller.org_id).to_json()}

@@ -1,0 +1,170 @@
+"""Routes for people, teams, domains, access grants and tokens (``/api/users``, ``/api/teams`` ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from mailnode import authz
+from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.models import Strict
+
+from mailnode.directory import domains, people, tokens
+
+router = APIRouter(prefix="/api", tags=["directory"])
+
+
+class UserIn(Strict):
+    email: str
+    name: str = ""
+
+
+class TeamIn(Strict):
+    name: str
+
+
+class MemberIn(Strict):
+    user_id: str
+
+
+class DomainIn(Strict):
+    domain: str
+
+
+class GrantIn(Strict):
+    subject_id: str
+    relation: str
+    object_id: str
+
+
+class TokenIn(Strict):
+    label: str = ""
+
+
+@router.get("/me")
+def me(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Who the token belongs to, and whether they administer the organisation."""
+    with node.read() as conn:
+        return {"me": {"id": caller.principal_id, "org_id": caller.org_id,
+                       "is_admin": authz.is_admin(conn, caller.org_id, caller.principal_id)}}
+
+
+@router.post("/users", status_code=201)
+def create_user(body: UserIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Create a user (administrators)."""
+    with node.begin() as conn:
+        return {"user": people.create_user(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                           at=node.clock.now(), email=body.email, name=body.name)}
+
+
+@router.get("/users")
+def list_users(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+    """The organisation's users."""
+    with node.read() as conn:
+        return paged("users", people.list_users(conn, org_id=caller.org_id, limit=page.limit,
+                                                cursor=page.cursor), page)
+
+
+@router.post("/teams", status_code=201)
+def create_team(body: TeamIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Create a team (administrators)."""
+    with node.begin() as conn:
+        return {"team": people.create_team(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                           at=node.clock.now(), name=body.name)}
+
+
+@router.get("/teams")
+def list_teams(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+    """The organisation's teams with their members."""
+    with node.read() as conn:
+        return paged("teams", people.list_teams(conn, org_id=caller.org_id, limit=page.limit,
+                                                cursor=page.cursor), page)
+
+
+@router.post("/teams/{team_id}/members")
+def add_member(team_id: str, body: MemberIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Add a person to a team (administrators)."""
+    with node.begin() as conn:
+        return {"team": people.add_member(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                          at=node.clock.now(), team_id=team_id, user_id=body.user_id)}
+
+
+@router.delete("/teams/{team_id}/members/{user_id}")
+def remove_member(team_id: str, user_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Remove a person from a team (administrators)."""
+    with node.begin() as conn:
+        return {"team": people.remove_member(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                             at=node.clock.now(), team_id=team_id, user_id=user_id)}
+
+
+@router.post("/domains", status_code=201)
+def add_domain(body: DomainIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Add a domain to the organisation (administrators)."""
+    with node.begin() as conn:
+        return {"domain": domains.add_domain(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                             at=node.clock.now(), domain=body.domain)}
+
+
+@router.get("/domains")
+def list_domains(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """The organisation's domains."""
+    with node.read() as conn:
+        return {"domains": domains.list_domains(conn, caller.org_id), "next_cursor": None}
+
+
+@router.post("/access", status_code=201)
+def grant(body: GrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Grant a relation (administrators; idempotent)."""
+    with node.begin() as conn:
+        g = authz.grant(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
+                        subject_id=body.subject_id, relation=body.relation, object_id=body.object_id)
+        return {"grant": g.to_json()}
+
+
+@router.delete("/access/{grant_id}")
+def revoke(grant_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Revoke a grant (administrators)."""
+    with node.begin() as conn:
+        authz.revoke(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
+                     grant_id=grant_id)
+        return {"revoked": grant_id}
+
+
+@router.get("/access")
+def list_access(node: NodeDep, caller: CallerDep, page: PageDep, subject_id: str | None = None,
+                object_id: str | None = None) -> dict[str, Any]:
+    """Grants (administrators)."""
+    with node.read() as conn:
+        grants = authz.list_grants(conn, org_id=caller.org_id, actor_id=caller.principal_id, limit=page.limit,
+                                   cursor=page.cursor, subject_id=subject_id, object_id=object_id)
+        return paged("grants", [g.to_json() for g in grants], page)
+
+
+@router.post("/tokens", status_code=201)
+def create_token(body: TokenIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """A new token for the caller; the plaintext is in this answer only."""
+    with node.begin() as conn:
+        tid, plaintext = tokens.create_token(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                             at=node.clock.now(), actor_id=caller.principal_id, label=body.label)
+        return {"token": {"id": tid, "token": plaintext, "label": body.label}}
+
+
+@router.get("/tokens")
+def list_tokens(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """The caller's tokens (never their plaintext)."""
+    with node.read() as conn:
+        return {"tokens": tokens.list_tokens(conn, org_id=caller.org_id, principal_id=caller.principal_id),
+                "next_cursor": None}
+
+
+@router.delete("/tokens/{token_id}")
+def revoke_token(token_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Revoke a token (your own, or any as an administrator)."""
+    with node.begin() as conn:
+        tokens.revoke_token(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
+                            token_id=token_id)
+        return {"revoked": token_id}
+
+
+

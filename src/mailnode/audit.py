@@ -1,0 +1,204 @@
+"""The append-only, per-organisation hash-chained audit trail.
+
+An entry is written in the same transaction as the state change it records, so a record exists if and
+only if the act happened. Each entry's ``hash`` is ``sha256_hex(prev_hash + canonical)`` where
+``canonical`` joins ``seq, at, actor_id, actor_kind, action, subject, outcome, detail`` with U+001F
+(the genesis ``prev_hash`` is 64 zeros). ``seq`` is unique per organisation; a race on it (two writers
+read the same tip) is retried inside a savepoint up to ``budgets.AUDIT_APPEND_ATTEMPTS`` times.
+
+``actor_kind`` is derived from the actor id: ``usr_`` user, ``btl_`` butler, ``app_`` application, none
+node; ``installer`` is given explicitly by ``mailnode init``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import Column, Connection, ForeignKey, Index, Integer, String, Table, Text, select
+from sqlalchemy.exc import IntegrityError
+
+from mailnode import budgets
+from mailnode.clock import utc
+from mailnode.db.meta import UTCDateTime, metadata
+from mailnode.errors import MailnodeError
+from mailnode.ids import new_id, prefix_of
+
+ActorKind = Literal["user", "butler", "application", "node", "installer"]
+Outcome = Literal["ok", "refused", "failed"]
+GENESIS = "0" * 64
+
+audit_entries = Table(
+    "audit_entries",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("actor_id", String(80), nullable=True),
+    Column("actor_kind", String(20), nullable=False),
+    Column("action", String(60), nullable=False),
+    Column("subject", Text, nullable=True),
+    Column("outcome", String(10), nullable=False),
+    Column("detail", Text, nullable=True),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+    Index("uq_audit_entries_org_seq", "org_id", "seq", unique=True),
+    Index("ix_audit_entries_action", "org_id", "action", "at"),
+)
+
+_ACTOR_KIND_BY_PREFIX: dict[str, ActorKind] = {"usr": "user", "btl": "butler", "app": "application"}
+
+
+def actor_kind_of(actor_id: str | None) -> ActorKind:
+    """The actor kind an id implies: usr_ user, btl_ butler, app_ application, None node.
+
+    Raises ``E_ACTOR_UNKNOWN`` (500) for an id of any other kind: an audit entry must not guess.
+    """
+    if actor_id is None:
+        return "node"
+    kind = _ACTOR_KIND_BY_PREFIX.get(prefix_of(actor_id) or "")
+    if kind is None:
+        raise MailnodeError(
+            code="E_ACTOR_UNKNOWN",
+            what=f"{actor_id!r} is not an id that can act.",
+            why="Audit entries name a user, a Butler, an application or the node.",
+            fix="This is a defect in mailnode; report it with the id.",
+            status=500,
+            detail={"actor_id": actor_id},
+        )
+    return kind
+
+
+def _detail_text(detail: dict[str, Any] | None) -> str | None:
+    if detail is None:
+        return None
+    text = json.dumps(detail, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    if len(text.encode("utf-8")) > budgets.AUDIT_MAX_DETAIL_BYTES:
+        text = json.dumps(
+            {"truncated": True, "original_bytes": len(text.encode("utf-8")), "keys": sorted(detail)[:20]},
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+    return text
+
+
+def _at_text(at: datetime) -> str:
+    return utc(at).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def entry_hash(prev_hash: str, seq: int, at: datetime, actor_id: str | None, actor_kind: str, action: str,
+               subject: str | None, outcome: str, detail: str | None) -> str:
+    """The chain hash of one entry (hex SHA-256 of ``prev_hash`` + the U+001F-joined canonical fields)."""
+    canonical = "\x1f".join(
+        [str(seq), _at_text(at), actor_id or "", actor_kind, action, subject or "", outcome, detail or ""]
+    )
+    return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
+
+
+def append(
+    conn: Connection,
+    *,
+    org_id: str,
+    at: datetime,
+    action: str,
+    actor_id: str | None,
+    subject: str | None = None,
+    outcome: Outcome = "ok",
+    detail: dict[str, Any] | None = None,
+    actor_kind: ActorKind | None = None,
+) -> str:
+    """Append one entry inside the caller's transaction and return its id.
+
+    Raises ``E_AUDIT_APPEND_RACED`` (503) when the sequence race persists past the retry budget; the
+    caller's transaction then rolls back, so the act does not happen without its record.
+    """
+    kind = actor_kind or actor_kind_of(actor_id)
+    detail_text = _detail_text(detail)
+    for _ in range(budgets.AUDIT_APPEND_ATTEMPTS):
+        tip = conn.execute(
+            select(audit_entries.c.seq, audit_entries.c.hash)
+            .where(audit_entries.c.org_id == org_id)
+            .order_by(audit_entries.c.seq.desc())
+            .limit(1)
+        ).first()
+        seq = (tip.seq + 1) if tip else 1
+        prev = tip.hash if tip else GENESIS
+        entry_id = new_id("aud")
+        row = dict(
+            id=entry_id, org_id=org_id, seq=seq, at=at, actor_id=actor_id, actor_kind=kind, action=action,
+            subject=subject, outcome=outcome, detail=detail_text, prev_hash=prev,
+            hash=entry_hash(prev, seq, at, actor_id, kind, action, subject, outcome, detail_text),
+        )
+        try:
+            with conn.begin_nested():
+                conn.execute(audit_entries.insert().values(**row))
+            return entry_id
+        except IntegrityError:
+            continue
+    raise MailnodeError(
+        code="E_AUDIT_APPEND_RACED",
+        what="The audit entry could not be appended; the act was not carried out.",
+        why=f"Other writers took the next sequence number {budgets.AUDIT_APPEND_ATTEMPTS} times in a row.",
+        fix="Retry the request.",
+        status=503,
+        detail={"action": action},
+    )
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The outcome of a chain check: ``checked`` rows, ``intact``, and the first broken link if any."""
+
+    checked: int
+    intact: bool
+    broken_seq: int | None = None
+    broken_id: str | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The API shape."""
+        broken = None
+        if not self.intact:
+            broken = {"seq": self.broken_seq, "id": self.broken_id, "reason": self.reason}
+        return {"checked": self.checked, "intact": self.intact, "broken_at": broken}
+
+
+def verify(conn: Connection, org_id: str) -> VerifyResult:
+    """Walk the organisation's chain in pages of ``budgets.AUDIT_VERIFY_BATCH`` and report the first break.
+
+    A break is a gap in ``seq``, a ``prev_hash`` that is not the previous entry's hash, or a ``hash``
+    that does not match the entry's fields (a tampered row).
+    """
+    prev_hash = GENESIS
+    expected_seq = 1
+    checked = 0
+    last_seq = 0
+    while True:
+        rows = conn.execute(
+            select(audit_entries)
+            .where(audit_entries.c.org_id == org_id, audit_entries.c.seq > last_seq)
+            .order_by(audit_entries.c.seq)
+            .limit(budgets.AUDIT_VERIFY_BATCH)
+        ).all()
+        if not rows:
+            return VerifyResult(checked=checked, intact=True)
+        for r in rows:
+            reason = None
+            if r.seq != expected_seq:
+                reason = f"sequence gap: expected {expected_seq}"
+            elif r.prev_hash != prev_hash:
+                reason = "prev_hash does not match the previous entry's hash"
+            elif r.hash != entry_hash(r.prev_hash, r.seq, r.at, r.actor_id, r.actor_kind, r.action,
+                                      r.subject, r.outcome, r.detail):
+                reason = "hash does not match the entry's fields (the row was changed)"
+            if reason:
+                return VerifyResult(checked=checked, intact=False, broken_seq=r.seq, broken_id=r.id,
+                                    reason=reason)
+            checked += 1
+            prev_hash = r.hash
+            expected_seq += 1
+            last_seq = r.seq

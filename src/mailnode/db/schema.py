@@ -1,0 +1,14 @@
+"""The complete schema: importing this module registers every table on ``mailnode.db.meta.metadata``.
+
+Each domain declares its tables in its own ``tables.py``; add a new module to the list below (an
+unlisted module's tables would be missing from migrations, which the drift test catches).
+"""
+
+from __future__ import annotations
+
+from mailnode import audit as _audit  # noqa: F401
+from mailnode.db.meta import metadata
+from mailnode.directory import tables as _directory  # noqa: F401
+from mailnode.mail import tables as _mail  # noqa: F401
+
+__all__ = ["metadata"]

@@ -1,0 +1,1 @@
+"""Organisations, users, teams, API tokens and the organisation's domains."""

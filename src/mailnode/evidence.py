@@ -1,0 +1,79 @@
+"""The content-addressed evidence store: raw inbound MIME, sealed bodies, submitted bytes.
+
+Blobs are files named by their SHA-256 under ``<data_dir>/evidence/ab/cd/<sha256>``, written to a
+temporary file, fsynced and renamed into place, so a blob is either whole or absent. Writing the same
+bytes twice is a no-op. The interface is small so an S3-compatible bucket can stand behind it later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from mailnode.errors import MailnodeError
+
+
+class EvidenceStore:
+    """Files under ``root``; ``put(bytes) -> sha256 hex``, ``get(sha256) -> bytes``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _path(self, digest: str) -> Path:
+        return self.root / digest[:2] / digest[2:4] / digest
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` durably and return its SHA-256 (hex). Raises ``OSError`` when the disk refuses."""
+        digest = hashlib.sha256(data).hexdigest()
+        path = self._path(digest)
+        if path.exists():
+            return digest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return digest
+
+    def get(self, digest: str) -> bytes:
+        """The bytes stored under ``digest``; ``E_EVIDENCE_MISSING`` (500) when absent or altered."""
+        path = self._path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise MailnodeError(
+                code="E_EVIDENCE_MISSING",
+                what=f"The evidence blob {digest} is missing.",
+                why="The evidence store under the data directory lost a file the database refers to.",
+                fix="Restore the data directory's evidence/ folder from backup; run mailnode doctor.",
+                status=500,
+                detail={"sha256": digest},
+            ) from exc
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise MailnodeError(
+                code="E_EVIDENCE_ALTERED",
+                what=f"The evidence blob {digest} no longer matches its digest.",
+                why="Its file was changed after it was written.",
+                fix="Restore the data directory's evidence/ folder from backup; run mailnode doctor.",
+                status=500,
+                detail={"sha256": digest},
+            )
+        return data
+
+    def writable(self) -> tuple[bool, str]:
+        """Probe: can a blob be written and read back? Returns (ok, detail)."""
+        try:
+            digest = self.put(b"mailnode evidence probe\n")
+            self.get(digest)
+            return True, f"{self.root} accepts writes"
+        except (OSError, MailnodeError) as exc:
+            return False, f"{self.root}: {exc}"

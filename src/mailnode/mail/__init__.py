@@ -1,0 +1,1 @@
+"""Mailboxes and their addresses, messages, conversations, cases and drafts."""

@@ -1,0 +1,70 @@
+"""The CLI: init once, tokens, mailboxes, doctor's verdict and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from mailnode.cli import app
+
+runner = CliRunner()
+
+
+def _run(args: list[str], settings: Any) -> Any:
+    return runner.invoke(app, [*args, "--data-dir", str(settings.data_dir)],
+                         env={"MAILNODE_DATABASE_URL": settings.database_url})
+
+
+def test_init_runs_once_and_prints_json(settings: Any) -> None:
+    first = _run(["init", "--org", "Acme", "--domain", "Acme.Test", "--admin-email", "ann@acme.test",
+                  "--mailbox", "help@acme.test", "--json"], settings)
+    assert first.exit_code == 0, first.output
+    out = json.loads(first.output)
+    assert set(out) >= {"org_id", "user_id", "token", "mailbox_id"}
+    assert out["org_id"].startswith("org_") and out["token"].startswith("mn_")
+    second = _run(["init", "--org", "Acme", "--domain", "acme.test", "--admin-email", "ann@acme.test"], settings)
+    assert second.exit_code == 1 and "E_ALREADY_INITIALISED" in second.output and "fix" in second.output
+
+
+def test_token_and_mailbox_commands(settings: Any) -> None:
+    _run(["init", "--org", "Acme", "--domain", "acme.test", "--admin-email", "ann@acme.test", "--json"], settings)
+    tok = _run(["token", "create", "--json"], settings)
+    assert tok.exit_code == 0 and json.loads(tok.output)["token"].startswith("mn_")
+    made = _run(["mailbox", "create", "--name", "Sales", "--address", "sales@acme.test", "--json"], settings)
+    assert made.exit_code == 0, made.output
+    listed = json.loads(_run(["mailbox", "list", "--json"], settings).output)["mailboxes"]
+    assert sorted(a for b in listed for a in b["addresses"]) == ["sales@acme.test", "support@acme.test"]
+    refused = _run(["mailbox", "create", "--name", "X", "--address", "x@other.test"], settings)
+    assert refused.exit_code == 1 and "E_ADDRESS_NOT_ON_ORG_DOMAIN" in refused.output
+
+
+def test_commands_before_init_say_how_to_init(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["mailbox", "list", "--data-dir", str(tmp_path / "none")], env={"MAILNODE_DATABASE_URL": ""})
+    assert r.exit_code == 1 and "E_NOT_INITIALISED" in r.output and "mailnode init" in r.output
+
+
+def test_doctor_on_a_fresh_node_is_never_refuse(settings: Any) -> None:
+    _run(["init", "--org", "Acme", "--domain", "acme.test", "--admin-email", "ann@acme.test", "--json"], settings)
+    r = _run(["doctor", "--json"], settings)
+    rep = json.loads(r.output)
+    assert rep["verdict"] in ("ok", "degraded") and r.exit_code in (0, 1)
+    names = [f["name"] for f in rep["findings"]]
+    assert names[:4] == ["database_reachable", "migrations_applied", "evidence_store_writable", "audit_chain_intact"]
+
+
+def test_doctor_refuses_when_the_evidence_store_is_unwritable(settings: Any) -> None:
+    _run(["init", "--org", "Acme", "--domain", "acme.test", "--admin-email", "ann@acme.test", "--json"], settings)
+    evidence = settings.data_dir / "evidence"
+    evidence.mkdir(parents=True, exist_ok=True)
+    import shutil
+
+    shutil.rmtree(evidence)
+    evidence.write_text("not a directory")
+    r = _run(["doctor", "--json"], settings)
+    rep = json.loads(r.output)
+    assert r.exit_code == 2 and rep["verdict"] == "refuse"
+    bad = [f for f in rep["findings"] if not f["ok"]]
+    assert [f["name"] for f in bad] == ["evidence_store_writable"] and bad[0]["fix"]
