@@ -31,6 +31,10 @@ RESULT_WORDS: dict[str, frozenset[str]] = {
 }
 
 
+#: RFC 8601 §2.2 Keyword (letters, digits, hyphens), as a result word is written.
+_KEYWORD = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
 class Parser(str, enum.Enum):
     """Which reader produced a :class:`AuthResults` (a closed vocabulary).
 
@@ -148,7 +152,8 @@ def _lenient(value: str) -> tuple[str | None, tuple[MethodResult, ...]]:
         method, _, result = tokens[0].partition("=")
         method = method.split("/", 1)[0].strip().lower()
         result = result.strip().strip('"').lower()
-        if not method or not result:
+        # A result is a keyword (RFC 8601 §2.2); Yahoo's stray "from=yahoo.com" is not a resinfo.
+        if not method or not _KEYWORD.match(result):
             continue
         properties = []
         for token in tokens[1:]:
