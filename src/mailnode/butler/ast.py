@@ -15,7 +15,7 @@ rules (entry, edges, cycles, capabilities, price) are ``mailnode.butler.check``'
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
@@ -45,7 +45,7 @@ def _integral(value: Any) -> Any:
 NodeId = Annotated[str, StringConstraints(pattern=NODE_ID_PATTERN)]
 Expr = Annotated[str, StringConstraints(min_length=1)]
 #: An edge: a node id, or null/absent meaning "the run ends here" (the canonical form drops it).
-Ref = Annotated[Union[NodeId, None], Field(default=None)]
+Ref = Annotated[NodeId | None, Field(default=None)]
 MaxItems = Annotated[int, BeforeValidator(_integral), Field(ge=1, le=budgets.JSON_SAFE_INTEGER_MAX)]
 WaitSeconds = Annotated[int, BeforeValidator(_integral), Field(ge=1, le=budgets.BUTLER_WAIT_MAX_SECONDS)]
 
@@ -252,7 +252,7 @@ class DraftNode(Node):
     mailbox_id: Expr = Field(alias="mailboxId")
     subject: Expr
     body: Expr
-    in_reply_to: Annotated[Union[Expr, None], Field(default=None, alias="inReplyTo")]
+    in_reply_to: Annotated[Expr | None, Field(default=None, alias="inReplyTo")]
     as_: NodeId = Field(alias="as")
     next: Ref
 
@@ -329,10 +329,7 @@ class RawNode(BaseModel):
 
 
 AnyNode = Annotated[
-    Union[
-        GuardNode, SwitchNode, MapNode, ForeachNode, JoinNode, WaitNode, StopNode, TransformNode,
-        ValidateNode, LookupNode, CaseAssignNode, CaseCloseNode, DraftNode, SendProposeNode,
-    ],
+    GuardNode | SwitchNode | MapNode | ForeachNode | JoinNode | WaitNode | StopNode | TransformNode | ValidateNode | LookupNode | CaseAssignNode | CaseCloseNode | DraftNode | SendProposeNode,
     Field(discriminator="type"),
 ]
 

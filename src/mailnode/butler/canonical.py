@@ -92,8 +92,7 @@ def non_canonical_values(value: Any) -> list[Offence]:
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         pointer, item = stack.pop()
-        for offence in _offences_of(pointer, item):
-            found.append(offence)
+        found.extend(_offences_of(pointer, item))
         children: Iterator[tuple[str, Any]]
         if isinstance(item, dict):
             children = ((f"{pointer}/{_escape(str(k))}", v) for k, v in item.items())

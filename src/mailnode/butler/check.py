@@ -493,7 +493,7 @@ def _check_capabilities(declared: list[Capability], nodes: dict[str, Node], comp
         run.add("E_BUTLER_CAPABILITY_NOT_DECLARED", users[0],
                 f"{users[0]}{others} need {named}, which capabilities does not declare.",
                 "A Butler can do only what its document declares; the declared actions are its ceiling.",
-                f"Add {{\"action\": \"{sorted(req)[0]}\", \"resource\": \"mailbox:<address>\"}} to capabilities.")
+                f"Add {{\"action\": \"{min(req)}\", \"resource\": \"mailbox:<address>\"}} to capabilities.")
     if not complete:
         return  # a node that did not check may be the one that uses an action
     used = {a for req in needs for a in req}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -26,8 +27,8 @@ EXIT_FINDINGS = 1
 
 @butler_app.command("check")
 def check_command(
-    file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True,
-                                help="A Butler source (JSON). Read as bytes, exactly as it would be submitted."),
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+                                         help="A Butler source (JSON), read as bytes exactly as it would be submitted.")],
 ) -> None:
     """Check a Butler source offline and print every finding (exit 0 clean, 1 with findings)."""
     result = check_source(file.read_bytes())
