@@ -20,10 +20,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from tests.support.resend_emulator import EmulatorConfig, ResendEmulator  # noqa: E402
-
-from mailnode.outbound.render import OutboundMessage, make_message_id, render  # noqa: E402
-from mailnode.outbound.transports.base import Submission  # noqa: E402
+from mailnode.outbound.render import OutboundMessage, make_message_id, render
+from mailnode.outbound.transports.base import Submission
+from tests.support.resend_emulator import EmulatorConfig, ResendEmulator
 
 MANIFEST_ID = "snd_01JDKZ8Q4M6V8R2T0W3X5Y7Z9A"
 SEAL_TIME = datetime(2026, 11, 30, 9, 30, 0, tzinfo=UTC)
@@ -128,19 +127,19 @@ def resend_server() -> Iterator[Callable[..., ResendEmulator]]:
 
 def make_message(**overrides: Any) -> OutboundMessage:
     """A reply with To, Cc and Bcc recipients; fields can be overridden."""
-    values: dict[str, Any] = dict(
-        from_address="support@acme.test",
-        from_name="Acme Support",
-        to=("ann@example.test",),
-        cc=("cat@example.invalid",),
-        bcc=("hidden@example.internal",),
-        subject="Re: your order",
-        date=SEAL_TIME,
-        message_id=make_message_id(MANIFEST_ID, "acme.test"),
-        in_reply_to="<parent@example.test>",
-        references=("<root@example.test>", "<parent@example.test>"),
-        body="Hello Ann,\nit ships today.\n",
-    )
+    values: dict[str, Any] = {
+        "from_address": "support@acme.test",
+        "from_name": "Acme Support",
+        "to": ("ann@example.test",),
+        "cc": ("cat@example.invalid",),
+        "bcc": ("hidden@example.internal",),
+        "subject": "Re: your order",
+        "date": SEAL_TIME,
+        "message_id": make_message_id(MANIFEST_ID, "acme.test"),
+        "in_reply_to": "<parent@example.test>",
+        "references": ("<root@example.test>", "<parent@example.test>"),
+        "body": "Hello Ann,\nit ships today.\n",
+    }
     values.update(overrides)
     return OutboundMessage(**values)
 
@@ -154,20 +153,20 @@ def make_submission(message: OutboundMessage, recipient: str, recipient_id: str,
         headers.append(("References", " ".join(message.references)))
     if message.auto_submitted:
         headers.append(("Auto-Submitted", message.auto_submitted))
-    values: dict[str, Any] = dict(
-        manifest_id=MANIFEST_ID,
-        recipient_id=recipient_id,
-        recipient=recipient,
-        envelope_from=f"bounces+{recipient_id}@bounces.acme.test",
-        rendered=render(message),
-        message_id=message.message_id,
-        from_header=f"{message.from_name} <{message.from_address}>" if message.from_name else message.from_address,
-        to=message.to,
-        cc=message.cc,
-        bcc=message.bcc,
-        subject=message.subject,
-        text=message.body,
-        headers=tuple(headers),
-    )
+    values: dict[str, Any] = {
+        "manifest_id": MANIFEST_ID,
+        "recipient_id": recipient_id,
+        "recipient": recipient,
+        "envelope_from": f"bounces+{recipient_id}@bounces.acme.test",
+        "rendered": render(message),
+        "message_id": message.message_id,
+        "from_header": f"{message.from_name} <{message.from_address}>" if message.from_name else message.from_address,
+        "to": message.to,
+        "cc": message.cc,
+        "bcc": message.bcc,
+        "subject": message.subject,
+        "text": message.body,
+        "headers": tuple(headers),
+    }
     values.update(overrides)
     return Submission(**values)

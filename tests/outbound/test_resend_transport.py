@@ -8,8 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from mailnode.outbound.transports.base import SubmitState
-from mailnode.outbound.transports.resend import ResendTransport, classify_resend, parse_retry_after, request_body
-
+from mailnode.outbound.transports.resend import (
+    ResendTransport,
+    classify_resend,
+    parse_retry_after,
+    request_body,
+)
 from tests.support.resend_emulator import EmulatorConfig, Fault
 
 from .conftest import free_port, make_message, make_submission
@@ -261,3 +265,12 @@ async def test_emulator_answers_unknown_paths_and_methods_in_resend_shape(resend
     assert wrong.json()["name"] == "method_not_allowed"
     assert bare.status_code == 400
     assert all("ratelimit-limit" in r.headers for r in (missing, wrong, bare))
+
+
+async def test_success_without_an_email_id_is_not_called_handed_over(resend_server) -> None:
+    emulator = resend_server()
+    emulator.add_fault(Fault(status=200, body=b'{"object":"email"}', content_type="application/json"))
+    transport = ResendTransport(emulator.base_url, "re_test_full")
+    outcome = await transport.submit(sub())
+    await transport.aclose()
+    assert (outcome.state, outcome.error_name) == (SubmitState.OUTCOME_UNKNOWN, "missing_id")

@@ -327,9 +327,8 @@ class ResendEmulator:
                 return Response(fault.body, fault.status, headers=rate, media_type=fault.content_type), 0
             return self._error(fault.status, fault.name or "application_error", "Internal server error.", rate), 0
         quota = self._quota_headers(0) if self.config.quota_headers_on_errors else {}
-        if path == "/emails/batch":
-            if not isinstance(parsed, list) or not 1 <= len(parsed) <= 100:
-                return self._error(422, "validation_error", "A batch holds 1 to 100 emails.", rate | quota), 0
+        if path == "/emails/batch" and (not isinstance(parsed, list) or not 1 <= len(parsed) <= 100):
+            return self._error(422, "validation_error", "A batch holds 1 to 100 emails.", rate | quota), 0
         errors: list[dict[str, Any]] = []
         valid: list[tuple[int, dict[str, Any]]] = []
         for index, item in enumerate(items):

@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -167,7 +167,7 @@ def render(message: OutboundMessage) -> bytes:
     if message.cc:
         msg["Cc"] = [_address(a) for a in message.cc]
     msg["Subject"] = message.subject
-    msg["Date"] = format_datetime(message.date.astimezone(timezone.utc))
+    msg["Date"] = format_datetime(message.date.astimezone(UTC))
     msg["Message-ID"] = message.message_id
     if in_reply_to:
         msg["In-Reply-To"] = in_reply_to

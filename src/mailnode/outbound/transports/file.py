@@ -14,9 +14,9 @@ from pathlib import Path
 
 from mailnode import budgets
 from mailnode.outbound.transports.base import (
+    Submission,
     SubmitOutcome,
     SubmitState,
-    Submission,
     TransportCapabilities,
 )
 

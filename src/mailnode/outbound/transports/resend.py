@@ -24,9 +24,9 @@ import mailnode
 from mailnode import budgets
 from mailnode.outbound.transports.base import (
     PauseKind,
+    Submission,
     SubmitOutcome,
     SubmitState,
-    Submission,
     TransportCapabilities,
 )
 

@@ -19,9 +19,9 @@ import aiosmtplib
 
 from mailnode import budgets
 from mailnode.outbound.transports.base import (
+    Submission,
     SubmitOutcome,
     SubmitState,
-    Submission,
     TransportCapabilities,
 )
 
