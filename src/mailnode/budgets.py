@@ -51,6 +51,8 @@ AUTH_RESULTS_MAX_BYTES = 8 * 1024
 #: Seconds between scans for receipts still unmaterialised (sized: the repair of a crash between
 #: the receipt commit and the workflow start may take this long).
 MATERIALISE_SCAN_INTERVAL_SECONDS = 30
+#: Receipts the repair scan starts per pass (sized: bounded work per schedule tick).
+MATERIALISE_SCAN_BATCH = 500
 #: Defects recorded per parsed message; past this one line says how many more (sized: the worst
 #: corpus file has under 10; a hostile message could carry thousands of broken headers).
 PARSE_DEFECTS_MAX = 50

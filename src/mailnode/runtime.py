@@ -19,6 +19,9 @@ from mailnode import __version__, budgets
 from mailnode.errors import MailnodeError
 from mailnode.node import Node
 
+#: Modules that declare DBOS workflows; imported before launch so recovery finds every workflow.
+WORKFLOW_MODULES = ("mailnode.ingress.workflows",)
+
 _lock = threading.Lock()
 _node: Node | None = None
 _launched = False
@@ -45,8 +48,12 @@ def launch(node: Node, role: str = "serve") -> None:
     Raises ``E_EXECUTOR_ALREADY_RUNNING`` (500) if this process already launched one.
     """
     global _node, _launched
+    import importlib
+
     from dbos import DBOS, DBOSConfig
 
+    for module in WORKFLOW_MODULES:
+        importlib.import_module(module)
     with _lock:
         if _launched:
             raise MailnodeError(code="E_EXECUTOR_ALREADY_RUNNING", what="DBOS is already launched in this process.",

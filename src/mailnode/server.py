@@ -8,7 +8,6 @@ Stop order is the reverse; every part is stopped even when another fails to stop
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from contextlib import ExitStack
 
 import uvicorn
@@ -16,6 +15,9 @@ import uvicorn
 from mailnode import runtime
 from mailnode.api.app import create_app
 from mailnode.config import Settings
+from mailnode.errors import invalid
+from mailnode.ingress import workflows
+from mailnode.ingress.smtp import start_listener
 from mailnode.node import Node
 
 log = logging.getLogger("mailnode.server")
@@ -25,21 +27,42 @@ def run_server(settings: Settings) -> None:
     """Run the node in the foreground until interrupted. Raises ``E_SETTING_MALFORMED`` for bad addresses."""
     host, port = settings.http_hostport
     settings.smtp_hostport  # validate before anything starts
+    every_seconds_cron(settings.materialise_scan_interval_seconds, "materialise_scan_interval_seconds")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with ExitStack() as stack:
         node = Node.open(settings)
         stack.callback(node.close)
         runtime.launch(node)
         stack.callback(runtime.shutdown)
-        for start in _listeners():
-            stop = start(node)
-            stack.callback(stop)
+        apply_schedules(settings)
+        workflows.scan_unmaterialised()
+        smtp_host, smtp_port = settings.smtp_hostport
+        controller = start_listener(node, workflows.start, smtp_host, smtp_port)
+        stack.callback(controller.stop)
         app = create_app(node)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off"))
         log.info("mailnode serving HTTP on %s:%s, SMTP on %s", host, port, settings.smtp)
         server.run()
 
 
-def _listeners() -> list[Callable[[Node], Callable[[], None]]]:
-    """Start functions for the listeners beside HTTP; each returns its stop function."""
-    return []
+def every_seconds_cron(seconds: int, setting: str) -> str:
+    """A six-field cron that fires every ``seconds`` (1..59, dividing 60); ``E_SETTING_MALFORMED`` otherwise.
+
+    Validated here because an impossible cron kills DBOS's scheduler thread (spec/dbos.md).
+    """
+    if not (1 <= seconds <= 59 and 60 % seconds == 0):
+        raise invalid("E_SETTING_MALFORMED", f"{setting} = {seconds} cannot be a schedule.",
+                      "Schedules fire every N seconds where N divides 60.",
+                      f"Set {setting} to one of 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30.", setting=setting, value=seconds)
+    return f"*/{seconds} * * * * *"
+
+
+def apply_schedules(settings: Settings) -> None:
+    """Create or replace the node's DBOS schedules (idempotent; shared by every process of the node)."""
+    from dbos import DBOS
+
+    DBOS.apply_schedules([
+        {"schedule_name": "materialise-scan", "workflow_fn": workflows.scheduled_scan,
+         "schedule": every_seconds_cron(settings.materialise_scan_interval_seconds,
+                                        "materialise_scan_interval_seconds")},
+    ])

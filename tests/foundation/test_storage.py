@@ -19,12 +19,12 @@ def test_migrations_and_tables_agree(node: Any) -> None:
     with node.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     assert diff == [], f"tables and migrations disagree; generate a revision: {diff}"
-    assert migrate.current_revision(node.engine) == migrate.head_revision()
+    assert migrate.current_revisions(node.engine) == migrate.head_revisions()
 
 
 def test_upgrade_is_idempotent(node: Any) -> None:
     migrate.upgrade(node.engine)
-    assert migrate.current_revision(node.engine) == migrate.head_revision()
+    assert migrate.current_revisions(node.engine) == migrate.head_revisions()
 
 
 def test_the_meter_counts_one_statement_for_a_relation_check(node: Any, installed: Any) -> None:

@@ -27,20 +27,23 @@ def alembic_config(url: str = "") -> Config:
     return cfg
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Upgrade the database behind ``engine`` to ``revision`` (idempotent)."""
+def upgrade(engine: Engine, revision: str = "heads") -> None:
+    """Upgrade the database behind ``engine`` to ``revision`` (default: every head; idempotent).
+
+    Capabilities built in parallel may add sibling revisions on one parent; ``heads`` applies them all.
+    """
     cfg = alembic_config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
 
 
-def head_revision() -> str | None:
-    """The newest revision the scripts define."""
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+def head_revisions() -> tuple[str, ...]:
+    """The newest revisions the scripts define (one per branch), sorted."""
+    return tuple(sorted(ScriptDirectory.from_config(alembic_config()).get_heads()))
 
 
-def current_revision(engine: Engine) -> str | None:
-    """The revision the database is at, or None when it has never been migrated."""
+def current_revisions(engine: Engine) -> tuple[str, ...]:
+    """The revisions the database is at (empty when it has never been migrated), sorted."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        return tuple(sorted(MigrationContext.configure(conn).get_current_heads()))

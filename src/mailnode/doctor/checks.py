@@ -32,16 +32,17 @@ def database_reachable(node: Node, org_id: str | None) -> Finding:
 def migrations_applied(node: Node, org_id: str | None) -> Finding:
     """The schema is at the newest migration."""
     try:
-        current = migrate.current_revision(node.engine)
+        current = migrate.current_revisions(node.engine)
     except Exception as exc:  # noqa: BLE001
         return Finding("migrations_applied", Severity.REFUSE, False, f"cannot read the revision: {exc}",
                        "Check the database, then run mailnode serve (it upgrades on start).")
-    head = migrate.head_revision()
+    head = migrate.head_revisions()
     if current == head:
-        return Finding("migrations_applied", Severity.REFUSE, True, f"at {head}")
-    return Finding("migrations_applied", Severity.REFUSE, False, f"database at {current}, code expects {head}",
+        return Finding("migrations_applied", Severity.REFUSE, True, f"at {', '.join(head)}")
+    return Finding("migrations_applied", Severity.REFUSE, False,
+                   f"database at {', '.join(current) or 'nothing'}, code expects {', '.join(head)}",
                    "Run mailnode serve or mailnode init, which upgrade the schema to head.",
-                   {"current": current, "head": head})
+                   {"current": list(current), "head": list(head)})
 
 
 def evidence_store_writable(node: Node, org_id: str | None) -> Finding:

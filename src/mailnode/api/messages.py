@@ -1,0 +1,172 @@
+"""Routes for received mail: messages, raw bytes, conversations, cases (claim, close) and delivery events.
+
+Reading a mailbox's message list needs metadata read (``mailbox.metadata.read`` or content read);
+reading a message's headers, body or raw bytes needs ``mailbox.content.read``. Absent and not-yours
+answer alike (404). Header values are returned as JSON data and never re-rendered as headers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import select
+
+from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
+from mailnode.errors import not_found
+from mailnode.ids import parse_id
+from mailnode.mail import cases as cases_mod
+from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
+from mailnode.mail.message_tables import cases, conversations, messages
+from mailnode.outbound.tables import send_recipient_events
+
+router = APIRouter(prefix="/api", tags=["messages"])
+
+
+def message_summary(r: Any) -> dict[str, Any]:
+    """The metadata a list shows (no body)."""
+    return {
+        "id": r.id, "mailbox_id": r.mailbox_id, "subject": r.subject, "from_name": r.from_name,
+        "from_address": r.from_address, "envelope_from": r.envelope_from, "envelope_to": r.envelope_to,
+        "received_at": r.received_at.isoformat(), "date": r.date.isoformat() if r.date else None,
+        "automated": r.automated, "reply_refusal": r.reply_refusal,
+        "authentication": {"dmarc": r.dmarc, "spf": r.spf, "dkim": r.dkim},
+        "attachments": r.attachments, "dangerous_attachments": r.dangerous_attachments,
+        "report_kind": r.report_kind, "parse_error": r.parse_error,
+        "conversation_id": r.conversation_id, "case_id": r.case_id, "rfc_message_id": r.rfc_message_id,
+    }
+
+
+def _no_message(message_id: str) -> Exception:
+    return not_found("E_NO_SUCH_MESSAGE", f"No message {message_id}.",
+                     fix="List messages with GET /api/mailboxes/{id}/messages.", message_id=message_id)
+
+
+def _readable_message(node: Any, caller: Any, message_id: str) -> Any:
+    parse_id(message_id, "msg", "message_id")
+    with node.read() as conn:
+        row = conn.execute(select(messages).where(messages.c.id == message_id,
+                                                  messages.c.org_id == caller.org_id)).first()
+        if row is None or not holds(conn, caller.org_id, caller.principal_id, "mailbox.content.read", "mailbox",
+                                    row.mailbox_id):
+            raise _no_message(message_id)
+    return row
+
+
+@router.get("/mailboxes/{mailbox_id}/messages")
+def list_messages(mailbox_id: str, node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+    """Messages delivered to a mailbox, newest first (metadata read)."""
+    with node.read() as conn:
+        get_mailbox_row(conn, caller.org_id, mailbox_id)
+        if not holds(conn, caller.org_id, caller.principal_id, METADATA_READERS, "mailbox", mailbox_id):
+            raise no_such_mailbox(mailbox_id)
+        q = select(messages).where(messages.c.mailbox_id == mailbox_id)
+        if page.cursor:
+            q = q.where(messages.c.id < page.cursor)
+        rows = conn.execute(q.order_by(messages.c.id.desc()).limit(page.limit)).all()
+    return paged("messages", [message_summary(r) for r in rows], page)
+
+
+@router.get("/messages/{message_id}")
+def get_message(message_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """One message with its headers (as data) and text body (content read)."""
+    row = _readable_message(node, caller, message_id)
+    out = message_summary(row)
+    out.update({"headers": [{"name": n, "value": v} for n, v in row.headers], "text_body": row.text_body,
+                "in_reply_to": row.in_reply_to, "references": row.references, "defects": row.defects,
+                "size_bytes": row.size_bytes, "sha256": row.raw_sha256})
+    return {"message": out}
+
+
+@router.get("/messages/{message_id}/raw")
+def get_raw(message_id: str, node: NodeDep, caller: CallerDep) -> Response:
+    """The exact bytes received (content read), as ``message/rfc822``."""
+    row = _readable_message(node, caller, message_id)
+    return Response(content=node.evidence.get(row.raw_sha256), media_type="message/rfc822")
+
+
+@router.get("/conversations/{conversation_id}")
+def get_conversation(conversation_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """A conversation with the messages the caller may see (metadata read) and its cases."""
+    parse_id(conversation_id, "cnv", "conversation_id")
+    with node.read() as conn:
+        conv = conn.execute(select(conversations).where(conversations.c.id == conversation_id,
+                                                        conversations.c.org_id == caller.org_id)).first()
+        visible = mailboxes_visible(conn, caller.org_id, caller.principal_id, METADATA_READERS)
+        rows = conn.execute(select(messages).where(messages.c.conversation_id == conversation_id)
+                            .order_by(messages.c.received_at, messages.c.id)).all() if conv else []
+        rows = [r for r in rows if r.mailbox_id in visible]
+        if conv is None or not rows:
+            raise not_found("E_NO_SUCH_CONVERSATION", f"No conversation {conversation_id}.",
+                            conversation_id=conversation_id)
+        case_rows = conn.execute(select(cases).where(cases.c.conversation_id == conversation_id,
+                                                     cases.c.mailbox_id.in_(sorted(visible)))).all()
+    return {"conversation": {"id": conv.id, "subject": conv.subject, "created_at": conv.created_at.isoformat(),
+                             "messages": [message_summary(r) for r in rows],
+                             "cases": [cases_mod.case_json(c) for c in case_rows]}}
+
+
+@router.get("/cases")
+def list_cases(node: NodeDep, caller: CallerDep, page: PageDep, mailbox_id: str | None = None,
+               state: str | None = None) -> dict[str, Any]:
+    """Cases of the mailboxes the caller may see, optionally one mailbox and one state (open|closed)."""
+    with node.read() as conn:
+        visible = mailboxes_visible(conn, caller.org_id, caller.principal_id)
+        q = select(cases).where(cases.c.org_id == caller.org_id, cases.c.mailbox_id.in_(sorted(visible)))
+        if mailbox_id:
+            parse_id(mailbox_id, "mbx", "mailbox_id")
+            q = q.where(cases.c.mailbox_id == mailbox_id)
+        if state:
+            q = q.where(cases.c.state == state)
+        if page.cursor:
+            q = q.where(cases.c.id > page.cursor)
+        rows = conn.execute(q.order_by(cases.c.id).limit(page.limit)).all()
+    return paged("cases", [cases_mod.case_json(r) for r in rows], page)
+
+
+class ClaimIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    assignee: str | None = None
+    take: bool = False
+
+
+@router.post("/cases/{case_id}/claim")
+def claim_case(case_id: str, node: NodeDep, caller: CallerDep, body: ClaimIn | None = None) -> dict[str, Any]:
+    """Assign a case (to the caller by default); ``take: true`` takes a held one (audited)."""
+    body = body or ClaimIn()
+    with node.begin() as conn:
+        return {"case": cases_mod.claim(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                        at=node.clock.now(), case_id=case_id, assignee_id=body.assignee,
+                                        take=body.take)}
+
+
+@router.post("/cases/{case_id}/close")
+def close_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Close a case the caller holds."""
+    with node.begin() as conn:
+        return {"case": cases_mod.close(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                        at=node.clock.now(), case_id=case_id)}
+
+
+@router.get("/delivery-events")
+def list_delivery_events(node: NodeDep, caller: CallerDep, page: PageDep,
+                         attributed: bool | None = None) -> dict[str, Any]:
+    """Provider events and delivery reports, newest first (administrators); ``attributed`` filters."""
+    t = send_recipient_events
+    with node.read() as conn:
+        require_admin(conn, caller.org_id, caller.principal_id, "read delivery events")
+        q = select(t).where(t.c.org_id == caller.org_id)
+        if attributed is True:
+            q = q.where(t.c.manifest_id.is_not(None))
+        elif attributed is False:
+            q = q.where(t.c.manifest_id.is_(None))
+        if page.cursor:
+            q = q.where(t.c.id < page.cursor)
+        rows = conn.execute(q.order_by(t.c.id.desc()).limit(page.limit)).all()
+    items = [{"id": r.id, "event_type": r.event_type, "recipient": r.recipient, "manifest_id": r.manifest_id,
+              "recipient_id": r.recipient_id, "status": r.status, "bounce_type": r.bounce_type, "source": r.source,
+              "message_id": r.message_id, "received_at": r.received_at.isoformat(), "detail": r.detail} for r in rows]
+    return paged("events", items, page)

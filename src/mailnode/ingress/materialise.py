@@ -1,0 +1,160 @@
+"""Materialise a receipt: parse, classify, thread, open or reuse a case, and file delivery reports.
+
+Idempotent: the receipt's ``materialised_at`` is set by a conditional update (``IS NULL``) in the same
+transaction as everything it creates, so materialising twice (a DBOS retry, the repair scan, ``ingest``
+racing ``serve``) changes nothing the second time. Never raises on the message's content: a message that
+does not parse is stored with its ``parse_error`` and raw bytes. An unreadable delivery report is kept
+as a message and logged with the stable token ``delivery_report.unreadable``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, select, update
+
+from mailnode.ingress import reports as reports_mod
+from mailnode.ingress.authresults import verdicts
+from mailnode.ingress.classify import automated, facts_from, reply_refusal
+from mailnode.ingress.parse import parse_message
+from mailnode.ingress.reports import ReportKind, read_report
+from mailnode.ingress.routing import VERP_LOCAL_PREFIX
+from mailnode.ingress.tables import ingress_receipts
+from mailnode.ids import new_id
+from mailnode.mail.cases import open_case
+from mailnode.mail.mailboxes import addresses_of
+from mailnode.mail.message_tables import messages
+from mailnode.mail.threading import find_conversation, record_message_id, start_conversation
+from mailnode.node import Node
+from mailnode.outbound import events
+from mailnode.outbound.tables import send_recipients
+
+log = logging.getLogger("mailnode.ingress")
+
+
+class _AlreadyDone(Exception):
+    """Raised inside the transaction to roll it back when another worker materialised first."""
+
+
+@dataclass(frozen=True)
+class Materialised:
+    """What a receipt became."""
+
+    receipt_id: str
+    message_id: str
+    conversation_id: str
+    case_id: str
+    created: bool
+
+
+def materialise_receipt(node: Node, receipt_id: str) -> Materialised:
+    """Materialise one receipt (idempotent); returns what it became.
+
+    Raises ``E_EVIDENCE_MISSING`` (500) when the raw bytes are gone, ``KeyError`` for an unknown receipt.
+    """
+    with node.read() as conn:
+        receipt = conn.execute(select(ingress_receipts).where(ingress_receipts.c.id == receipt_id)).first()
+        if receipt is None:
+            raise KeyError(receipt_id)
+        if receipt.materialised_at is not None:
+            return _existing(conn, receipt_id)
+    raw = node.evidence.get(receipt.sha256)
+    parsed = parse_message(raw)
+    report = read_report(raw)
+    if report.problem:
+        log.warning("delivery_report.unreadable receipt=%s problem=%s", receipt_id, report.problem)
+    facts = facts_from(parsed, receipt.envelope_from, report)
+    auth = verdicts(parsed.authentication_results, node.settings.trusted_authserv_ids)
+    now = node.clock.now()
+    try:
+        with node.begin() as conn:
+            mailbox_addresses = addresses_of(conn, receipt.mailbox_id)
+            conversation_id = find_conversation(conn, receipt.org_id, parsed.references, parsed.in_reply_to)
+            if conversation_id is None:
+                conversation_id = start_conversation(conn, receipt.org_id, parsed.subject, now)
+            case_id = open_case(conn, org_id=receipt.org_id, conversation_id=conversation_id,
+                                mailbox_id=receipt.mailbox_id, at=now)
+            message_id = new_id("msg")
+            auto = automated(facts)
+            refusal = reply_refusal(facts, mailbox_addresses)
+            conn.execute(messages.insert().values(
+                id=message_id, org_id=receipt.org_id, mailbox_id=receipt.mailbox_id, receipt_id=receipt_id,
+                conversation_id=conversation_id, case_id=case_id, envelope_from=receipt.envelope_from,
+                envelope_to=receipt.envelope_to, rfc_message_id=parsed.message_id,
+                in_reply_to=parsed.in_reply_to[0] if parsed.in_reply_to else None,
+                references=list(parsed.references), subject=parsed.subject,
+                from_name=parsed.from_.name if parsed.from_ else None,
+                from_address=parsed.from_.address if parsed.from_ else None, date=parsed.date,
+                received_at=receipt.received_at, automated=auto.value if auto else None,
+                reply_refusal=refusal.value if refusal else None, dmarc=auth.dmarc, spf=auth.spf, dkim=auth.dkim,
+                attachments=parsed.attachments.count, dangerous_attachments=parsed.attachments.dangerous,
+                report_kind=report.kind.value if report.kind is not ReportKind.NONE else None,
+                parse_error=parsed.parse_error, defects=list(parsed.defects),
+                headers=[list(h) for h in parsed.headers], text_body=parsed.text_body, raw_sha256=receipt.sha256,
+                size_bytes=receipt.size_bytes,
+            ))
+            record_message_id(conn, receipt.org_id, parsed.message_id, conversation_id, message_id, now)
+            _file_report(conn, org_id=receipt.org_id, envelope_to=receipt.envelope_to, message_id=message_id,
+                         report=report, now=now)
+            done = conn.execute(update(ingress_receipts).where(ingress_receipts.c.id == receipt_id,
+                                                               ingress_receipts.c.materialised_at.is_(None))
+                                .values(materialised_at=now, message_id=message_id))
+            if done.rowcount != 1:
+                raise _AlreadyDone()
+    except _AlreadyDone:
+        with node.read() as conn:
+            return _existing(conn, receipt_id)
+    return Materialised(receipt_id, message_id, conversation_id, case_id, created=True)
+
+
+def _existing(conn: Connection, receipt_id: str) -> Materialised:
+    row = conn.execute(select(messages.c.id, messages.c.conversation_id, messages.c.case_id)
+                       .where(messages.c.receipt_id == receipt_id)).one()
+    return Materialised(receipt_id, row.id, row.conversation_id, row.case_id, created=False)
+
+
+def _file_report(conn: Connection, *, org_id: str, envelope_to: str, message_id: str,
+                 report: reports_mod.DeliveryReport, now: datetime) -> None:
+    """Record each reported recipient as an event, attributed when it is about one of this node's sends.
+
+    A VERP delivered-to address attributes the reported recipient with the same address, or the only
+    reported recipient (a per-recipient envelope makes the report about that row even when the remote
+    side rewrote the address); otherwise the quoted original Message-ID is tried.
+    """
+    if report.kind is ReportKind.NONE:
+        return
+    verp = _verp_recipient(conn, envelope_to)
+    source = "arf" if report.kind is ReportKind.FEEDBACK else "dsn"
+    for reported in report.recipients:
+        event = reports_mod.event_for(report.kind, reported.status, reported.action)
+        if event is None:
+            continue
+        attribution = None
+        if verp is not None and (len(report.recipients) == 1 or verp[1] == reported.address.lower()):
+            attribution = verp[0]
+        if attribution is None and report.original_message_id:
+            attribution = events.by_message_id(conn, org_id, report.original_message_id, reported.address)
+        status = reported.status or ""
+        events.record(
+            conn, org_id=org_id, event=event.value, attribution=attribution, recipient=reported.address,
+            status=reported.status, source=source, source_event_id=f"{message_id}:{reported.address.lower()}",
+            at=now, message_id=message_id,
+            bounce_type="hard" if status.startswith("5") else "soft" if status.startswith("4") else None,
+            detail={"diagnostic": reported.diagnostic, "action": reported.action, "report_source": report.source.value,
+                    "feedback_type": report.feedback_type},
+        )
+
+
+def _verp_recipient(conn: Connection, envelope_to: str) -> tuple[events.Attribution, str] | None:
+    """The recipient row (and its address) a VERP delivered-to address names, if the receipt came that way."""
+    local = envelope_to.rpartition("@")[0]
+    if not local.lower().startswith(VERP_LOCAL_PREFIX):
+        return None
+    recipient_id = local[len(VERP_LOCAL_PREFIX):].upper().replace("SRP_", "srp_", 1)
+    row = conn.execute(select(send_recipients.c.id, send_recipients.c.manifest_id, send_recipients.c.address)
+                       .where(send_recipients.c.id == recipient_id)).first()
+    if row is None:
+        return None
+    return events.Attribution(row.manifest_id, row.id), row.address.lower()

@@ -1,0 +1,77 @@
+"""Accepting a delivery: the raw bytes into the evidence store, then one receipt per delivered-to address.
+
+This is the only way mail enters the node (SMTP and ``mailnode ingest`` both call ``accept``). The bytes
+are written (fsynced) before the receipt rows commit, and the SMTP listener answers ``250`` only after
+``accept`` returns, so an accepted message is never lost; if either write fails, the caller answers
+``4xx`` and nothing half-written remains (a stored blob without a receipt is harmless and deduplicated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mailnode import budgets
+from mailnode.errors import MailnodeError
+from mailnode.ids import new_id
+from mailnode.ingress.routing import Route
+from mailnode.ingress.tables import ingress_receipts
+from mailnode.node import Node
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The SMTP envelope of a delivery. ``mail_from`` is ``""`` for the null reverse path."""
+
+    mail_from: str
+    routes: tuple[Route, ...]
+    remote_addr: str | None = None
+    helo: str | None = None
+    source: str = "smtp"
+
+
+def normalise_reverse_path(value: str | None) -> str:
+    """The reverse path as stored: ``""`` for ``<>`` (aiosmtpd reports the string ``'<>'``) or None."""
+    text = (value or "").strip()
+    if text in ("", "<>"):
+        return ""
+    return text.strip("<>")
+
+
+def too_large(size: int) -> MailnodeError:
+    """``E_MESSAGE_TOO_LARGE`` naming the limit, its value and the ask."""
+    return MailnodeError(
+        code="E_MESSAGE_TOO_LARGE",
+        what=f"The message is {size} bytes; MESSAGE_MAX_BYTES is {budgets.MESSAGE_MAX_BYTES}.",
+        why="The node refuses messages over its size budget (SMTP 552, RFC 5321 §4.5.3.1.10).",
+        fix="Send a smaller message, or raise MESSAGE_MAX_BYTES in budgets.py and redeploy.",
+        status=413,
+        detail={"limit_name": "MESSAGE_MAX_BYTES", "limit": budgets.MESSAGE_MAX_BYTES, "observed": size},
+    )
+
+
+def accept(node: Node, raw: bytes, envelope: Envelope) -> list[str]:
+    """Store ``raw`` and write one receipt per route; returns the receipt ids in route order.
+
+    Raises ``E_MESSAGE_TOO_LARGE`` (413) before anything is written, ``E_NO_RECIPIENTS`` (422) when
+    no route is given, ``OSError`` or a database error when a write fails (nothing committed).
+    """
+    if len(raw) > budgets.MESSAGE_MAX_BYTES:
+        raise too_large(len(raw))
+    if not envelope.routes:
+        raise MailnodeError(code="E_NO_RECIPIENTS", what="The delivery names no recipient on this node.",
+                            why="A receipt is written per delivered-to mailbox address.",
+                            fix="Address the message to one of the node's mailbox addresses.", status=422)
+    digest = node.evidence.put(raw)
+    now = node.clock.now()
+    ids: list[str] = []
+    with node.begin() as conn:
+        for route in envelope.routes:
+            rid = new_id("rcpt")
+            conn.execute(ingress_receipts.insert().values(
+                id=rid, org_id=route.org_id, mailbox_id=route.mailbox_id,
+                envelope_from=normalise_reverse_path(envelope.mail_from), envelope_to=route.address,
+                remote_addr=envelope.remote_addr, helo=envelope.helo, size_bytes=len(raw), sha256=digest,
+                source=envelope.source, received_at=now,
+            ))
+            ids.append(rid)
+    return ids

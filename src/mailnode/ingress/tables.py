@@ -1,0 +1,29 @@
+"""Tables of ingress: one receipt per delivery (per delivered-to address), written before ``250``."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text
+
+from mailnode.db.meta import UTCDateTime, metadata
+
+#: One row per delivered-to address of an SMTP transaction or an ingested file. ``materialised_at`` is
+#: NULL until the message, conversation and case exist; the start-up and scheduled scans look for NULLs.
+ingress_receipts = Table(
+    "ingress_receipts",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("mailbox_id", String(40), ForeignKey("mailboxes.id"), nullable=True),
+    #: The null reverse path is stored as the empty string (RFC 5321 §4.5.5).
+    Column("envelope_from", Text, nullable=False),
+    Column("envelope_to", Text, nullable=False),
+    Column("remote_addr", Text, nullable=True),
+    Column("helo", Text, nullable=True),
+    Column("size_bytes", Integer, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("source", String(10), nullable=False),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("materialised_at", UTCDateTime, nullable=True),
+    Column("message_id", String(40), nullable=True),
+    Index("ix_ingress_receipts_unmaterialised", "materialised_at", "received_at"),
+)

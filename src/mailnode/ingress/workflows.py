@@ -1,0 +1,72 @@
+"""Durable materialisation: a DBOS workflow per receipt, keyed on the receipt id, and the repair scan.
+
+The receipt commits in mailnode's database and the workflow starts in DBOS's, so a crash between the two
+is repaired by ``scan_unmaterialised`` (at start-up and on a schedule), not by DBOS. Starting the same
+workflow id twice returns the existing run, and ``materialise_receipt`` is itself idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from dbos import DBOS, SetWorkflowID
+from sqlalchemy import select
+
+from mailnode import budgets, runtime
+from mailnode.ingress.materialise import materialise_receipt
+from mailnode.ingress.tables import ingress_receipts
+
+log = logging.getLogger("mailnode.ingress")
+
+
+def workflow_id(receipt_id: str) -> str:
+    """The DBOS workflow id of a receipt's materialisation."""
+    return f"materialise-{receipt_id}"
+
+
+@DBOS.step()
+def materialise_step(receipt_id: str) -> str:
+    """Materialise one receipt; returns the message id."""
+    return materialise_receipt(runtime.current_node(), receipt_id).message_id
+
+
+@DBOS.workflow()
+def materialise_workflow(receipt_id: str) -> str:
+    """The durable unit of materialisation (later capabilities add the Butler trigger after it)."""
+    message_id = materialise_step(receipt_id)
+    for hook in AFTER_MATERIALISE:
+        hook(message_id)
+    return message_id
+
+
+#: Steps that run after a message exists (the Butler trigger registers here). Each takes the message id
+#: and must be a DBOS step or workflow call, so a resumed workflow does not repeat it.
+AFTER_MATERIALISE: list[Callable[[str], object]] = []
+
+
+def start(receipt_ids: list[str]) -> None:
+    """Start (or find) the materialisation workflow of each receipt."""
+    for rid in receipt_ids:
+        with SetWorkflowID(workflow_id(rid)):
+            DBOS.start_workflow(materialise_workflow, rid)
+
+
+def scan_unmaterialised(limit: int = budgets.MATERIALISE_SCAN_BATCH) -> int:
+    """Start workflows for receipts still unmaterialised; returns how many were found."""
+    node = runtime.current_node()
+    with node.read() as conn:
+        ids = [r.id for r in conn.execute(
+            select(ingress_receipts.c.id).where(ingress_receipts.c.materialised_at.is_(None))
+            .order_by(ingress_receipts.c.received_at).limit(limit)).all()]
+    if ids:
+        log.info("materialise.scan found=%d", len(ids))
+        start(ids)
+    return len(ids)
+
+
+@DBOS.workflow()
+def scheduled_scan(scheduled_at: datetime, context: object) -> None:
+    """The schedule's entry point (DBOS passes the scheduled time and a context)."""
+    scan_unmaterialised()

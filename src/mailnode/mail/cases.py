@@ -1,0 +1,114 @@
+"""Cases: one open case per (conversation, mailbox); claim, take and close.
+
+A claim is one conditional update (``assignee IS NULL``); the loser is told who holds the case and since
+when (``E_CASE_HELD``, 409). Taking a held case is explicit (``take=True``) and audited. Naming another
+assignee needs the caller's ``send.propose`` on the mailbox and that the assignee may work it
+(``send.propose``), else ``E_ASSIGNEE_MAY_NOT_WORK_IT``; the Butler runtime's ``case.assign`` calls
+``claim`` with the Butler as the caller. Closing needs the caller to hold the case.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from mailnode import audit
+from mailnode.authz import holds, mailboxes_visible
+from mailnode.errors import MailnodeError, conflict, not_found
+from mailnode.ids import new_id, parse_id
+from mailnode.mail.message_tables import cases
+
+
+def open_case(conn: Connection, *, org_id: str, conversation_id: str, mailbox_id: str, at: datetime) -> str:
+    """The open case of (conversation, mailbox), opening one when none is open; returns its id."""
+    row = conn.execute(select(cases.c.id).where(cases.c.conversation_id == conversation_id,
+                                                cases.c.mailbox_id == mailbox_id, cases.c.state == "open")).first()
+    if row is not None:
+        return str(row.id)
+    cid = new_id("cas")
+    conn.execute(cases.insert().values(id=cid, org_id=org_id, conversation_id=conversation_id, mailbox_id=mailbox_id,
+                                       state="open", opened_at=at))
+    return cid
+
+
+def case_json(r: Any) -> dict[str, Any]:
+    """The API shape of a case."""
+    return {"id": r.id, "conversation_id": r.conversation_id, "mailbox_id": r.mailbox_id, "state": r.state,
+            "assignee_id": r.assignee_id, "assigned_at": r.assigned_at.isoformat() if r.assigned_at else None,
+            "opened_at": r.opened_at.isoformat(), "closed_at": r.closed_at.isoformat() if r.closed_at else None}
+
+
+def _no_case(case_id: str) -> MailnodeError:
+    return not_found("E_NO_SUCH_CASE", f"No case {case_id}.", fix="List cases with GET /api/cases?mailbox_id=...",
+                     case_id=case_id)
+
+
+def get_case(conn: Connection, *, org_id: str, principal_id: str, case_id: str) -> Any:
+    """The case row, if the caller may see its mailbox (any relation on it); else ``E_NO_SUCH_CASE`` (404)."""
+    parse_id(case_id, "cas", "case_id")
+    row = conn.execute(select(cases).where(cases.c.id == case_id, cases.c.org_id == org_id)).first()
+    if row is None or row.mailbox_id not in mailboxes_visible(conn, org_id, principal_id):
+        raise _no_case(case_id)
+    return row
+
+
+def claim(conn: Connection, *, org_id: str, principal_id: str, at: datetime, case_id: str,
+          assignee_id: str | None = None, take: bool = False) -> dict[str, Any]:
+    """Assign an open case (to the caller by default) with one conditional update.
+
+    Raises ``E_NO_SUCH_CASE`` (404), ``E_MAY_NOT_WORK_CASE`` (403: no ``send.propose``),
+    ``E_ASSIGNEE_MAY_NOT_WORK_IT`` (409), ``E_CASE_CLOSED`` (409), ``E_CASE_HELD`` (409, naming the holder
+    and since when; retry with ``take: true`` to take it over).
+    """
+    row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)
+    if not holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id):
+        raise MailnodeError(code="E_MAY_NOT_WORK_CASE", what=f"You may not work case {case_id}.",
+                            why="Claiming a case needs send.propose on its mailbox.",
+                            fix="Ask an administrator for send.propose on the mailbox (POST /api/access).",
+                            status=403, detail={"case_id": case_id, "mailbox_id": row.mailbox_id})
+    assignee = assignee_id or principal_id
+    if assignee != principal_id and not holds(conn, org_id, assignee, "send.propose", "mailbox", row.mailbox_id):
+        raise conflict("E_ASSIGNEE_MAY_NOT_WORK_IT", f"{assignee} may not work this mailbox's cases.",
+                       "An assignee needs send.propose on the case's mailbox.",
+                       "Grant them send.propose (POST /api/access) or name someone who holds it.",
+                       case_id=case_id, assignee_id=assignee)
+    if row.state != "open":
+        raise conflict("E_CASE_CLOSED", f"Case {case_id} is closed.", "Only open cases can be assigned.",
+                       "A new message in the conversation opens a new case.", case_id=case_id)
+    q = update(cases).where(cases.c.id == case_id, cases.c.state == "open")
+    q = q if take else q.where(cases.c.assignee_id.is_(None))
+    result = conn.execute(q.values(assignee_id=assignee, assigned_at=at))
+    if result.rowcount == 0:
+        holder = conn.execute(select(cases).where(cases.c.id == case_id)).one()
+        if holder.state != "open":
+            raise conflict("E_CASE_CLOSED", f"Case {case_id} is closed.", "It was closed meanwhile.",
+                           "Nothing to do.", case_id=case_id)
+        raise conflict("E_CASE_HELD",
+                       f"Case {case_id} is held by {holder.assignee_id} since {holder.assigned_at.isoformat()}.",
+                       "A claim succeeds only on an unassigned case.",
+                       f"POST /api/cases/{case_id}/claim with {{\"take\": true}} to take it over.",
+                       case_id=case_id, assignee_id=holder.assignee_id, since=holder.assigned_at.isoformat())
+    action = "case.claim_taken" if take and row.assignee_id and row.assignee_id != assignee else "case.claimed"
+    audit.append(conn, org_id=org_id, at=at, action=action, actor_id=principal_id, subject=case_id,
+                 detail={"assignee_id": assignee, "previous_assignee_id": row.assignee_id})
+    return case_json(conn.execute(select(cases).where(cases.c.id == case_id)).one())
+
+
+def close(conn: Connection, *, org_id: str, principal_id: str, at: datetime, case_id: str) -> dict[str, Any]:
+    """Close a case the caller holds. ``E_NOT_YOUR_CASE`` (409) otherwise, ``E_CASE_CLOSED`` (409)."""
+    row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)
+    if row.state != "open":
+        raise conflict("E_CASE_CLOSED", f"Case {case_id} is already closed.", "A case closes once.",
+                       "Nothing to do.", case_id=case_id)
+    result = conn.execute(update(cases).where(cases.c.id == case_id, cases.c.state == "open",
+                                              cases.c.assignee_id == principal_id)
+                          .values(state="closed", closed_at=at, closed_by=principal_id))
+    if result.rowcount == 0:
+        raise conflict("E_NOT_YOUR_CASE", f"Case {case_id} is not held by you.",
+                       "Only the assignee closes a case.",
+                       f"Claim it first: POST /api/cases/{case_id}/claim (with take: true if someone holds it).",
+                       case_id=case_id, assignee_id=row.assignee_id)
+    audit.append(conn, org_id=org_id, at=at, action="case.closed", actor_id=principal_id, subject=case_id)
+    return case_json(conn.execute(select(cases).where(cases.c.id == case_id)).one())

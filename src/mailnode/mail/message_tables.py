@@ -1,0 +1,89 @@
+"""Tables of messages, conversations, cases, and the Message-ID index that threads them.
+
+``message_ids`` maps an RFC 5322 Message-ID (never assumed unique: duplicates and absent ids are normal)
+to the conversation it belongs to, for inbound messages and for this node's own sent messages (recorded
+at seal), so a reply to either joins the right conversation.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text, text
+
+from mailnode.db.meta import JSONText, UTCDateTime, metadata
+
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("subject", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("mailbox_id", String(40), ForeignKey("mailboxes.id"), nullable=False),
+    Column("receipt_id", String(40), ForeignKey("ingress_receipts.id"), nullable=False, unique=True),
+    Column("conversation_id", String(40), ForeignKey("conversations.id"), nullable=False),
+    Column("case_id", String(40), nullable=True),
+    Column("envelope_from", Text, nullable=False),
+    Column("envelope_to", Text, nullable=False),
+    Column("rfc_message_id", Text, nullable=True),
+    Column("in_reply_to", Text, nullable=True),
+    Column("references", JSONText, nullable=False),
+    Column("subject", Text, nullable=True),
+    Column("from_name", Text, nullable=True),
+    Column("from_address", Text, nullable=True),
+    Column("date", UTCDateTime, nullable=True),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("automated", String(40), nullable=True),
+    Column("reply_refusal", String(40), nullable=True),
+    Column("dmarc", String(20), nullable=True),
+    Column("spf", String(20), nullable=True),
+    Column("dkim", String(20), nullable=True),
+    Column("attachments", Integer, nullable=False),
+    Column("dangerous_attachments", Integer, nullable=False),
+    Column("report_kind", String(20), nullable=True),
+    Column("parse_error", Text, nullable=True),
+    Column("defects", JSONText, nullable=False),
+    Column("headers", JSONText, nullable=False),
+    Column("text_body", Text, nullable=True),
+    Column("raw_sha256", String(64), nullable=False),
+    Column("size_bytes", Integer, nullable=False),
+    Index("ix_messages_mailbox", "mailbox_id", "id"),
+    Index("ix_messages_conversation", "conversation_id", "received_at"),
+)
+
+message_ids = Table(
+    "message_ids",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("rfc_message_id", Text, nullable=False),
+    Column("conversation_id", String(40), ForeignKey("conversations.id"), nullable=False),
+    #: ``msg_...`` for an inbound message, ``snd_...`` for one of this node's sends.
+    Column("source_id", String(40), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_message_ids_lookup", "org_id", "rfc_message_id"),
+)
+
+cases = Table(
+    "cases",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("conversation_id", String(40), ForeignKey("conversations.id"), nullable=False),
+    Column("mailbox_id", String(40), ForeignKey("mailboxes.id"), nullable=False),
+    Column("state", String(10), nullable=False),
+    Column("assignee_id", String(40), nullable=True),
+    Column("assigned_at", UTCDateTime, nullable=True),
+    Column("opened_at", UTCDateTime, nullable=False),
+    Column("closed_at", UTCDateTime, nullable=True),
+    Column("closed_by", String(40), nullable=True),
+    Index("uq_cases_open_per_conversation_mailbox", "conversation_id", "mailbox_id", unique=True,
+          sqlite_where=text("state = 'open'"), postgresql_where=text("state = 'open'")),
+    Index("ix_cases_mailbox_state", "mailbox_id", "state", "id"),
+)

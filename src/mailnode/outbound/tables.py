@@ -1,0 +1,105 @@
+"""Tables of outbound mail: manifests (one per send; the id is the effect key), recipients, and events.
+
+Vocabularies (spec/outbound.md §1.2–§1.3, §2): a manifest's ``state`` is one of ``outbound.states.SendState``;
+a recipient's ``delivery_state`` is NULL (unobserved) or ``accepted | bounced | deferred | failed | rejected``.
+``send_recipient_events`` keeps every provider event and inbound delivery report, attributed
+(``manifest_id`` set) or not (NULL); only attributed rows are ever counted by a breaker.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text, text
+
+from mailnode.db.meta import JSONText, UTCDateTime, metadata
+
+send_manifests = Table(
+    "send_manifests",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("mailbox_id", String(40), ForeignKey("mailboxes.id"), nullable=False),
+    Column("author_id", String(40), nullable=False),
+    Column("mail_class", String(20), nullable=False, server_default="correspondence"),
+    Column("in_reply_to_message_id", String(40), nullable=True),
+    Column("conversation_id", String(40), nullable=True),
+    Column("envelope_from", Text, nullable=False),
+    Column("to_addresses", JSONText, nullable=False),
+    Column("cc_addresses", JSONText, nullable=False),
+    Column("bcc_addresses", JSONText, nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("rfc_message_id", Text, nullable=False),
+    Column("in_reply_to_header", Text, nullable=True),
+    Column("references_header", Text, nullable=True),
+    Column("auto_submitted", String(20), nullable=True),
+    Column("fidelity", String(15), nullable=False),
+    Column("body_typed_sha256", String(64), nullable=False),
+    Column("body_normalised_sha256", String(64), nullable=False),
+    Column("rendered_sha256", String(64), nullable=True),
+    Column("sealed_at", UTCDateTime, nullable=False),
+    Column("release_at", UTCDateTime, nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("state_at", UTCDateTime, nullable=False),
+    Column("state_reason", String(40), nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("first_attempt_at", UTCDateTime, nullable=True),
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("policy_outcome", String(20), nullable=True),
+    Column("policy_versions", JSONText, nullable=True),
+    Column("resend_of", String(40), nullable=True),
+    Column("idempotency_key", Text, nullable=True),
+    Index("ix_send_manifests_due", "state", "release_at"),
+    Index("ix_send_manifests_mailbox", "mailbox_id", "id"),
+    Index("uq_send_manifests_idempotency", "org_id", "author_id", "idempotency_key", unique=True,
+          sqlite_where=text("idempotency_key IS NOT NULL"), postgresql_where=text("idempotency_key IS NOT NULL")),
+)
+
+send_recipients = Table(
+    "send_recipients",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("manifest_id", String(40), ForeignKey("send_manifests.id"), nullable=False),
+    Column("kind", String(3), nullable=False),
+    Column("address", Text, nullable=False),
+    Column("submission_state", String(20), nullable=False),
+    Column("submission_state_at", UTCDateTime, nullable=False),
+    Column("delivery_state", String(20), nullable=True),
+    Column("delivery_state_at", UTCDateTime, nullable=True),
+    Column("bounce_type", String(10), nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("last_event_id", String(40), nullable=True),
+    Column("transport_message_id", Text, nullable=True),
+    Column("provider_message_id", Text, nullable=True),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("uq_send_recipients_manifest_address", "manifest_id", "address", unique=True),
+    Index("ix_send_recipients_transport_id", "transport_message_id"),
+    Index("ix_send_recipients_provider_message_id", "provider_message_id"),
+    Index("ix_send_recipients_handed_over", "org_id", "submission_state", "submission_state_at"),
+)
+
+send_recipient_events = Table(
+    "send_recipient_events",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    #: Normalised: delivered | bounced | deferred | complained | failed | rejected for attributed rows;
+    #: delivery_report | complaint_report for unattributed inbound reports; the provider's type is in ``detail``.
+    Column("event_type", String(30), nullable=False),
+    Column("recipient", Text, nullable=True),
+    Column("manifest_id", String(40), nullable=True),
+    Column("recipient_id", String(40), nullable=True),
+    Column("status", String(20), nullable=True),
+    Column("bounce_type", String(10), nullable=True),
+    #: ``dsn`` | ``arf`` | ``resend`` ...
+    Column("source", String(20), nullable=False),
+    #: The provider's event id (webhook dedup), or ``<msg id>:<recipient>`` for an inbound report.
+    Column("source_event_id", Text, nullable=False),
+    Column("message_id", String(40), nullable=True),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("detail", JSONText, nullable=True),
+    Index("uq_send_recipient_events_source", "source", "source_event_id", unique=True),
+    Index("ix_send_recipient_events_attributed", "org_id", "event_type", "received_at"),
+    Index("ix_send_recipient_events_manifest", "manifest_id"),
+)
