@@ -362,16 +362,14 @@ def doctor(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     raise typer.Exit(EXIT_CODES[rep["verdict"]])
 
 
-def _mount_optional() -> None:
-    """Mount command groups that live with their domain."""
-    try:
-        from mailnode.butler.cli import butler_app
-    except ImportError:
-        return
+def _mount_domain_commands() -> None:
+    """Mount the command groups that live with their domain (an import error here is a defect, not a skip)."""
+    from mailnode.butler.cli import butler_app
+
     app.add_typer(butler_app, name="butler")
 
 
-_mount_optional()
+_mount_domain_commands()
 
 
 def main() -> None:
