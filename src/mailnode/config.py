@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     executor_id: str = ""
     #: DBOS system database URL; empty means SQLite in the data directory, or the node's PostgreSQL.
     dbos_system_database_url: str = ""
+    #: Fault injection for crash tests: seconds each materialisation waits before writing (0 in production).
+    fault_materialise_delay_seconds: float = 0.0
 
     @field_validator("trusted_authserv_ids", mode="before")
     @classmethod

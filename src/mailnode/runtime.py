@@ -12,7 +12,6 @@ process-wide handle, because DBOS calls workflow functions without arguments of 
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 from mailnode import __version__, budgets
@@ -38,8 +37,12 @@ def system_database_url(node: Node) -> str:
 
 
 def executor_id(node: Node, role: str = "serve") -> str:
-    """This process's executor id: the setting, else ``<role>-<host>-<pid>`` (unique per process)."""
-    return node.settings.executor_id or f"{role}-{socket.gethostname()}-{os.getpid()}"
+    """This process's executor id: the setting, else ``<role>-<host>``.
+
+    Stable across restarts, so a restarted ``serve`` recovers its own pending workflows; several
+    processes sharing one database must each set ``MAILNODE_EXECUTOR_ID`` (spec/dbos.md trap 3).
+    """
+    return node.settings.executor_id or f"{role}-{socket.gethostname()}"
 
 
 def launch(node: Node, role: str = "serve") -> None:

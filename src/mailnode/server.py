@@ -8,6 +8,8 @@ Stop order is the reverse; every part is stopped even when another fails to stop
 from __future__ import annotations
 
 import logging
+import signal
+from typing import Any
 from contextlib import ExitStack
 
 import uvicorn
@@ -40,9 +42,23 @@ def run_server(settings: Settings) -> None:
         controller = start_listener(node, workflows.start, smtp_host, smtp_port)
         stack.callback(controller.stop)
         app = create_app(node)
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off"))
+        server = _Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off"))
         log.info("mailnode serving HTTP on %s:%s, SMTP on %s", host, port, settings.smtp)
         server.run()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, minus re-raising the signal after shutdown.
+
+    uvicorn re-raises a captured SIGTERM once it has drained, which ends the process before the rest of
+    the node (SMTP listener, DBOS) is stopped; mailnode instead returns and stops them in order.
+    """
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        """First signal: drain and return; a second SIGINT forces the exit."""
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.should_exit = True
 
 
 def every_seconds_cron(seconds: int, setting: str) -> str:

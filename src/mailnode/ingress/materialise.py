@@ -129,8 +129,6 @@ def _file_report(conn: Connection, *, org_id: str, envelope_to: str, message_id:
     source = "arf" if report.kind is ReportKind.FEEDBACK else "dsn"
     for reported in report.recipients:
         event = reports_mod.event_for(report.kind, reported.status, reported.action)
-        if event is None:
-            continue
         attribution = None
         if verp is not None and (len(report.recipients) == 1 or verp[1] == reported.address.lower()):
             attribution = verp[0]
@@ -138,7 +136,7 @@ def _file_report(conn: Connection, *, org_id: str, envelope_to: str, message_id:
             attribution = events.by_message_id(conn, org_id, report.original_message_id, reported.address)
         status = reported.status or ""
         events.record(
-            conn, org_id=org_id, event=event.value, attribution=attribution, recipient=reported.address,
+            conn, org_id=org_id, event=event.value if event else None, attribution=attribution, recipient=reported.address,
             status=reported.status, source=source, source_event_id=f"{message_id}:{reported.address.lower()}",
             at=now, message_id=message_id,
             bounce_type="hard" if status.startswith("5") else "soft" if status.startswith("4") else None,

@@ -8,6 +8,7 @@ workflow id twice returns the existing run, and ``materialise_receipt`` is itsel
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -29,7 +30,10 @@ def workflow_id(receipt_id: str) -> str:
 @DBOS.step()
 def materialise_step(receipt_id: str) -> str:
     """Materialise one receipt; returns the message id."""
-    return materialise_receipt(runtime.current_node(), receipt_id).message_id
+    node = runtime.current_node()
+    if node.settings.fault_materialise_delay_seconds:
+        time.sleep(node.settings.fault_materialise_delay_seconds)
+    return materialise_receipt(node, receipt_id).message_id
 
 
 @DBOS.workflow()

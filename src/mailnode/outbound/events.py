@@ -88,16 +88,23 @@ def by_message_id(conn: Connection, org_id: str, rfc_message_id: str, address: s
     return Attribution(manifest_id, row.id) if row else None
 
 
-def record(conn: Connection, *, org_id: str, event: str, attribution: Attribution | None, recipient: str | None,
+def record(conn: Connection, *, org_id: str, event: str | None, attribution: Attribution | None, recipient: str | None,
            status: str | None, source: str, source_event_id: str, at: datetime, message_id: str | None = None,
            bounce_type: str | None = None, detail: dict[str, Any] | None = None) -> str | None:
     """Insert one event row (deduplicated on ``(source, source_event_id)``) and apply its delivery state.
 
-    ``event`` is a normalised type (``DELIVERY_STATE_FOR_EVENT``'s keys). Returns the new row id, or
-    None when the same event was recorded before. An unknown ``event`` raises ``KeyError`` (fail closed).
+    ``event`` is a normalised type (``DELIVERY_STATE_FOR_EVENT``'s keys), or None for a reported
+    recipient whose outcome could not be read: that row is kept as an unattributed ``delivery_report``
+    (visible, never counted, never moving a state). Returns the new row id, or None when the same event
+    was recorded before. An unknown ``event`` string raises ``KeyError`` (fail closed).
     """
-    delivery_state = DELIVERY_STATE_FOR_EVENT[event]
-    event_type = event if attribution else UNATTRIBUTED_TYPE_FOR_EVENT[event]
+    if event is None:
+        attribution = None
+        delivery_state = None
+        event_type = "delivery_report"
+    else:
+        delivery_state = DELIVERY_STATE_FOR_EVENT[event]
+        event_type = event if attribution else UNATTRIBUTED_TYPE_FOR_EVENT[event]
     eid = new_id("sev")
     try:
         with conn.begin_nested():
