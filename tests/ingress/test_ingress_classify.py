@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from corpus import CORPUS, read_jsonl
+from tests.corpus import CORPUS, read_jsonl
 
 from mailnode.ingress.classify import MessageFacts, Reason, automated, facts_from, reply_refusal
 from mailnode.ingress.parse import parse_message

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from corpus import CORPUS, message_files, read_jsonl
+from tests.corpus import CORPUS, message_files, read_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mailnode import budgets
+import mailnode.ingress.parse as parse_module
 from mailnode.ingress.parse import ParsedMessage, decode_words, parse_message
 
 MALFORMED = {record["file"]: record for record in read_jsonl("malformed/expected.jsonl")}
@@ -74,7 +75,8 @@ def test_bad_encoded_subject_still_decodes() -> None:
 def test_bad_date_is_none_and_recorded() -> None:
     parsed = parse_message((CORPUS / "malformed/bad_date_header.eml").read_bytes())
     assert parsed.date is None
-    assert any(defect.startswith("Date:") for defect in parsed.defects)
+    assert any(defect.startswith("Date: ValueError") for defect in parsed.defects)
+    assert parsed.from_ is not None and parsed.from_.address == "infoz@reactive-outpost.com"
 
 
 @pytest.mark.parametrize(
@@ -83,11 +85,15 @@ def test_bad_date_is_none_and_recorded() -> None:
         ("Tue, 11 Jun 2024 19:11:34 +0900", datetime(2024, 6, 11, 10, 11, 34, tzinfo=UTC)),
         ("Tue, 11 Jun 2024 10:11:34 -0000", datetime(2024, 6, 11, 10, 11, 34, tzinfo=UTC)),
         ("not a date", None),
+        # Valid as written, but out of range once moved to UTC.
+        ("Fri, 31 Dec 9999 23:59:59 -1200", None),
     ],
 )
 def test_date_is_aware_utc(header: str, expected: datetime | None) -> None:
     parsed = parse_message(f"From: a@example.com\r\nDate: {header}\r\n\r\nx\r\n".encode())
     assert parsed.date == expected
+    assert parsed.from_ is not None and parsed.from_.address == "a@example.com"
+    assert (expected is None) == any(defect.startswith("Date:") for defect in parsed.defects)
     if parsed.date is not None:
         assert parsed.date.utcoffset() is not None
 
@@ -125,6 +131,43 @@ def test_raw_8bit_header_becomes_text() -> None:
     parsed = parse_message("From: Zoë <zoe@example.com>\r\nSubject: Grüße\r\n\r\nx\r\n".encode())
     assert parsed.subject == "Grüße"
     assert parsed.from_ is not None and parsed.from_.name == "Zoë"
+
+
+def test_utf7_lone_surrogate_in_subject_is_replaced() -> None:
+    parsed = parse_message(b"From: a@example.com\r\nSubject: =?utf-7?Q?+2AA-?= x\r\n\r\nx\r\n")
+    assert parsed.subject is not None
+    parsed.subject.encode("utf-8")
+    assert any(defect.startswith("Subject:") for defect in parsed.defects)
+
+
+def test_impossible_base64_word_keeps_the_raw_subject() -> None:
+    parsed = parse_message(b"From: a@example.com\r\nSubject: =?utf-8?B?000000000?=\r\n\r\nx\r\n")
+    assert parsed.subject == "=?utf-8?B?000000000?="
+    assert any(defect.startswith("Subject: HeaderParseError") for defect in parsed.defects)
+    assert parsed.from_ is not None
+
+
+def test_raw_latin1_header_is_replaced_and_recorded() -> None:
+    parsed = parse_message(b"From: a@example.com\r\nSubject: caf\xe9\r\n\r\nx\r\n")
+    assert parsed.subject == "caf\ufffd"
+    assert any(defect.startswith("Subject:") for defect in parsed.defects)
+    assert parsed.from_ is not None and parsed.from_.address == "a@example.com"
+
+
+def test_body_that_is_not_utf8_either_is_replaced() -> None:
+    parsed = parse_message(b"From: a@example.com\r\nContent-Type: text/plain; charset=x-no-such\r\n\r\ncaf\xe9\r\n")
+    assert parsed.text_body is not None and "caf\ufffd" in parsed.text_body
+    assert parsed.from_ is not None
+
+
+def test_a_parser_failure_becomes_a_parse_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise IndexError("parser bug")
+
+    monkeypatch.setattr(parse_module, "message_from_bytes", broken)
+    parsed = parse_message(b"From: a@example.com\r\n\r\nx\r\n")
+    assert parsed.parse_error == "message: IndexError: parser bug"
+    assert parsed.from_ is None
 
 
 def test_body_with_unknown_charset_is_decoded_as_utf8() -> None:
@@ -180,3 +223,18 @@ def test_parse_message_never_raises_on_arbitrary_bytes(raw: bytes) -> None:
 def test_parse_message_never_raises_on_hostile_headers(headers: list[tuple[str, str]], body: bytes) -> None:
     raw = b"".join(f"{name}: {value}\r\n".encode("utf-8", "surrogateescape") for name, value in headers)
     assert isinstance(parse_message(raw + b"\r\n" + body), ParsedMessage)
+
+
+ENCODED_WORDS = st.builds(
+    lambda charset, enc, text: f"=?{charset}?{enc}?{text}?=",
+    st.sampled_from(["utf-8", "utf-7", "utf-16", "none", "iso-8859-1", "x-unknown", ""]),
+    st.sampled_from(["Q", "B", "q", "b", "X"]),
+    st.text(alphabet="+-=_/ABCDEFabcdef0123456789?\u00e9", max_size=20),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(ENCODED_WORDS, HEADER_VALUES), max_size=5))
+def test_decode_words_never_raises(pieces: list[str]) -> None:
+    text, _problem = decode_words(" ".join(pieces))
+    text.encode("utf-8")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from corpus import CORPUS, read_jsonl
+from tests.corpus import CORPUS, read_jsonl
 
 import mailnode.ingress.reports as reports
 from mailnode.ingress.reports import (
@@ -208,6 +208,35 @@ def test_a_detector_that_raises_gives_an_unreadable_report(monkeypatch: pytest.M
     raw = (CORPUS / "flufl-bounce/simple_01.txt").read_bytes()
     report = read_report(raw)
     assert report.kind is ReportKind.DELIVERY_STATUS and report.problem == UNREADABLE
+
+
+def test_read_failure_gives_an_unreadable_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise IndexError("parser bug")
+
+    monkeypatch.setattr(reports, "message_from_bytes", broken)
+    report = read_report(b"From: MAILER-DAEMON@example.org\r\n\r\nx\r\n")
+    assert report.problem == UNREADABLE and report.kind is ReportKind.NONE
+
+
+PLAIN_BOUNCE = (
+    "From: MAILER-DAEMON@mx.example.org\r\nTo: sender@example.com\r\nSubject: Undelivered Mail\r\n"
+    "Content-Type: text/plain; charset={charset}\r\n\r\n"
+    "I could not deliver your message {{to anyone:\r\n\r\n<gone@example.net>: 550 5.1.1 no such user\r\n"
+)
+
+
+def test_plain_bounce_with_unknown_charset_and_stray_brace() -> None:
+    report = read_report(PLAIN_BOUNCE.format(charset="x-unknown").encode())
+    assert report.problem is None
+    assert [(r.address, r.status) for r in report.recipients] == [("gone@example.net", "5.1.1")]
+    assert event_for(report.kind, report.recipients[0].status) is DeliveryEvent.BOUNCED
+
+
+def test_sns_envelope_with_broken_inner_message_is_not_a_report() -> None:
+    body = '{"Type": "Notification", "Message": "{\\"notificationType\\": broken"}'
+    report = read_report(f"From: no-reply@sns.example.com\r\nSubject: note\r\n\r\n{body}\r\n".encode())
+    assert report == reports.NOT_A_REPORT
 
 
 def test_garbage_is_not_a_report() -> None:

@@ -149,15 +149,12 @@ class AttachmentSummary:
 
 
 def _filename(part: Message) -> str | None:
-    """The part's decoded file name, or ``None``; a malformed parameter yields ``None``.
+    """The part's decoded file name, or ``None``.
 
-    ``get_filename`` collapses RFC 2231 values; a bare ``name*`` parameter makes the stdlib
-    return a tuple or raise, so the value is checked and the call guarded.
+    ``get_filename`` collapses RFC 2231 values; ``get_param`` answers a bare ``name*`` parameter
+    with a tuple, so only a non-empty ``str`` is taken as a name.
     """
-    try:
-        value = part.get_filename()
-    except Exception:
-        return None
+    value = part.get_filename()
     if isinstance(value, str) and value.strip():
         return value.strip()
     return None
@@ -172,23 +169,17 @@ def is_attachment(part: Message) -> bool:
 
 
 def summarise(message: Message) -> AttachmentSummary:
-    """Walk a parsed message and list its attachments with their danger tokens; never raises.
+    """Walk a parsed message and list its attachments with their danger tokens.
 
     Parts of an attached ``message/rfc822`` are walked too (``walk()`` descends into them), so a
-    program hidden inside a forwarded message is still counted.
+    program hidden inside a forwarded message is still counted. It raises only what the stdlib
+    raises on a compat32 message (nothing on the corpus); ``parse.parse_message`` guards the call.
     """
     found: list[Attachment] = []
-    try:
-        parts = list(message.walk())
-    except Exception:
-        parts = []
-    for part in parts:
-        try:
-            if not is_attachment(part):
-                continue
-            content_type = part.get_content_type()
-        except Exception:
+    for part in message.walk():
+        if not is_attachment(part):
             continue
+        content_type = part.get_content_type()
         name = _filename(part)
         found.append(Attachment(filename=name, content_type=content_type, danger=danger(name, content_type)))
     return AttachmentSummary(attachments=tuple(found))

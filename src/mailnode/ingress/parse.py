@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from email import message_from_bytes, policy
+from email.errors import HeaderParseError
 from email.header import decode_header
 from email.message import Message
 from email.policy import compat32
@@ -176,7 +177,7 @@ def decode_words(raw: str) -> tuple[str, str | None]:
         return unfolded, "8-bit bytes that are not UTF-8"
     try:
         chunks = decode_header(unfolded)
-    except Exception as exc:
+    except HeaderParseError as exc:  # base64 of an impossible length: "=?utf-8?B?000000000?="
         return unfolded, _describe(exc)
     text: list[str] = []
     problem: str | None = None
@@ -188,17 +189,16 @@ def decode_words(raw: str) -> tuple[str, str | None]:
         if fell_back:
             problem = f"undecodable encoded-word (charset {charset!r})"
         text.append(decoded)
-    return _clean("".join(text))[0], problem
+    # A charset such as UTF-7 can decode to a lone surrogate, which no store accepts.
+    joined, replaced = _clean("".join(text))
+    if replaced:
+        problem = problem or "encoded-word decodes to invalid characters"
+    return joined, problem
 
 
-def _raw_value(message: Message, value: object) -> str:
+def _raw_value(value: object) -> str:
     """A compat32 header value as ``str`` (compat32 returns ``Header`` objects for 8-bit bytes)."""
-    if isinstance(value, str):
-        return value
-    try:
-        return str(value)
-    except Exception:
-        return ""
+    return value if isinstance(value, str) else str(value)
 
 
 def _structured_check(name: str, value: str, defects: _Defects) -> object | None:
@@ -234,12 +234,7 @@ def _addresses(name: str, value: str, structured: object | None, defects: _Defec
                 found.append(Address(name=item.display_name or "", address=item.addr_spec))
         if found or not value.strip():
             return found
-    try:
-        pairs = getaddresses([value])
-    except Exception as exc:
-        defects.add(f"{name}: {_describe(exc)}")
-        return found
-    for display, addr in pairs:
+    for display, addr in getaddresses([value]):
         if "@" in addr:
             found.append(Address(name=decode_words(display)[0], address=addr))
     return found
@@ -284,32 +279,20 @@ def _text_body(message: Message, defects: _Defects) -> str | None:
     """The first non-attachment text/plain part, decoded; ``None`` when there is none.
 
     A top-level part without a Content-Type is text/plain (RFC 2045 §5.2). A ``multipart/*`` part
-    with no usable boundary is not multipart to compat32; its payload is not offered as text.
+    with no usable boundary is not multipart to compat32; its payload is not offered as text. An
+    unknown or wrong charset falls back to UTF-8 with replacement and is recorded.
     """
-    try:
-        parts = list(message.walk())
-    except Exception as exc:
-        defects.add(f"body: {_describe(exc)}")
-        return None
-    for part in parts:
-        try:
-            if part.is_multipart() or part.get_content_type() != "text/plain":
-                continue
-            if attachments.is_attachment(part):
-                continue
-            payload = part.get_payload(decode=True)
-            if not isinstance(payload, bytes):
-                continue
-            try:
-                charset = part.get_content_charset()
-            except Exception:
-                charset = None
-            text, fell_back = _decode_bytes(payload, charset)
-            if fell_back:
-                defects.add(f"body: charset {charset!r} did not decode")
-            return text
-        except Exception as exc:
-            defects.add(f"body: {_describe(exc)}")
+    for part in message.walk():
+        if part.is_multipart() or part.get_content_type() != "text/plain" or attachments.is_attachment(part):
+            continue
+        payload = part.get_payload(decode=True)
+        if not isinstance(payload, bytes):
+            continue
+        charset = part.get_content_charset()
+        text, fell_back = _decode_bytes(payload, charset)
+        if fell_back:
+            defects.add(f"body: charset {charset!r} did not decode")
+        return text
     return None
 
 
@@ -324,7 +307,7 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
     raw_first: dict[str, str] = {}
     auth_values: list[str] = []
     for name, value in message.raw_items():
-        raw_value = _raw_value(message, value)
+        raw_value = _raw_value(value)
         decoded, problem = decode_words(raw_value)
         if problem:
             defects.add(f"{name}: {problem}")
@@ -360,11 +343,7 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
             from_ = Address(name=name, address=addr) if addr or name else None
     message_ids = _msg_ids(raw_first.get("message-id", ""))
     date = _date(raw_first["date"], defects) if "date" in first else None
-    try:
-        content_type = message.get_content_type()
-    except Exception as exc:
-        defects.add(f"Content-Type: {_describe(exc)}")
-        content_type = "text/plain"
+    content_type = message.get_content_type()
     return ParsedMessage(
         message_id=message_ids[0] if message_ids else None,
         in_reply_to=tuple(_msg_ids(raw_first.get("in-reply-to", ""))),

@@ -178,21 +178,15 @@ def _blocks(part: Message) -> list[Message]:
     payload = part.get_payload()
     if isinstance(payload, list) and payload and all(isinstance(item, Message) for item in payload):
         return list(payload)
-    try:
-        data = part.get_payload(decode=True)
-    except Exception:
-        data = None
+    data = part.get_payload(decode=True)
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(payload or "")
     text = text.replace("\r\n", "\n")
     return [message_from_string(chunk.strip() + "\n", policy=compat32) for chunk in re.split(r"\n\s*\n", text) if chunk.strip()]
 
 
 def _walk(message: Message) -> Iterator[Message]:
-    """Every part, depth first, guarded against parts that cannot be walked."""
-    try:
-        yield from message.walk()
-    except Exception:
-        return
+    """Every part, depth first (attached messages included)."""
+    yield from message.walk()
 
 
 def _original(message: Message) -> Message | None:
@@ -204,10 +198,7 @@ def _original(message: Message) -> Message | None:
             if isinstance(payload, list) and payload and isinstance(payload[0], Message):
                 return payload[0]
         if content_type in ("text/rfc822-headers", "message/rfc822-headers", "text/rfc822-header"):
-            try:
-                data = part.get_payload(decode=True)
-            except Exception:
-                continue
+            data = part.get_payload(decode=True)
             if isinstance(data, bytes):
                 return message_from_bytes(data.lstrip(), policy=compat32)
     return None
@@ -356,19 +347,12 @@ def _text(message: Message) -> str:
             continue
         if part.get_content_type() in ("text/rfc822-headers",):
             continue
-        try:
-            data = part.get_payload(decode=True)
-        except Exception:
-            continue
+        data = part.get_payload(decode=True)
         if isinstance(data, bytes):
-            charset = None
-            try:
-                charset = part.get_content_charset()
-            except Exception:
-                pass
+            charset = part.get_content_charset()
             try:
                 texts.append(data.decode(charset or "utf-8", "replace"))
-            except LookupError:
+            except LookupError:  # a charset Python does not know, e.g. "x-unknown"
                 texts.append(data.decode("utf-8", "replace"))
     return "\n".join(texts)
 
