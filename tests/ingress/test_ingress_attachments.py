@@ -58,7 +58,7 @@ def test_summary_counts_attachments_inside_attached_messages() -> None:
         b"--o\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n"
         b"--o\r\nContent-Type: message/rfc822\r\n\r\n"
         b"Content-Type: multipart/mixed; boundary=i\r\n\r\n"
-        b"--i\r\nContent-Type: application/octet-stream; name=\"a.pdf.exe\"\r\n\r\nMZ\r\n--i--\r\n"
+        b'--i\r\nContent-Type: application/octet-stream; name="a.pdf.exe"\r\n\r\nMZ\r\n--i--\r\n'
         b"--o\r\nContent-Disposition: attachment; filename*=utf-8''r%C3%A9sum%C3%A9.pdf\r\n"
         b"Content-Type: application/pdf\r\n\r\n%PDF\r\n"
         b"--o--\r\n"

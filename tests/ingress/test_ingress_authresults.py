@@ -13,7 +13,9 @@ OFFICE365 = (
     "outlook.com; dkim=none (message not signed) header.d=none;outlook.com; dmarc=pass action=none "
     "header.from=outlook.com;"
 )
-YAHOO_OLD = "mta4014.mail.gq1.yahoo.com  from=yahoo.com; domainkeys=neutral (no sig);  from=yahoo.com; dkim=pass (ok)"
+YAHOO_OLD = (
+    "mta4014.mail.gq1.yahoo.com  from=yahoo.com; domainkeys=neutral (no sig);  from=yahoo.com; dkim=pass (ok)"
+)
 ARF18 = "dmarc=fail (p=none; dis=none) header.from=example.org"
 HANDMADE = (
     "spf=pass smtp.mailfrom=example.com; dkim=pass (2048-bit key; unprotected) header.d=example.com; "
@@ -41,14 +43,50 @@ SES = "nijo.example.jp; sender-id=pass header.from=MAILER-DAEMON@email-bounces.a
 @pytest.mark.parametrize(
     ("value", "parser", "authserv_id", "methods"),
     [
-        pytest.param(GMAIL, Parser.AUTHRES, "mx.example.com", [("dkim", "pass"), ("spf", "pass"), ("dmarc", "pass")], id="is-not-bounce-02 folded"),
-        pytest.param(ARF23, Parser.AUTHRES, "example.com", [("spf", "pass"), ("dkim", "pass"), ("x-hmca", "pass")], id="arf-23 x-hmca"),
-        pytest.param(ARF19, Parser.AUTHRES, "126.example.com", [("dkim", "fail"), ("dkim", "permerror"), ("spf", "pass")], id="arf-19 two dkim"),
+        pytest.param(
+            GMAIL,
+            Parser.AUTHRES,
+            "mx.example.com",
+            [("dkim", "pass"), ("spf", "pass"), ("dmarc", "pass")],
+            id="is-not-bounce-02 folded",
+        ),
+        pytest.param(
+            ARF23,
+            Parser.AUTHRES,
+            "example.com",
+            [("spf", "pass"), ("dkim", "pass"), ("x-hmca", "pass")],
+            id="arf-23 x-hmca",
+        ),
+        pytest.param(
+            ARF19,
+            Parser.AUTHRES,
+            "126.example.com",
+            [("dkim", "fail"), ("dkim", "permerror"), ("spf", "pass")],
+            id="arf-19 two dkim",
+        ),
         pytest.param(SES, Parser.AUTHRES, "nijo.example.jp", [("sender-id", "pass")], id="amazonses-01"),
-        pytest.param(OFFICE365, Parser.LENIENT, None, [("spf", "pass"), ("dkim", "none"), ("dmarc", "pass")], id="office365-04 no id"),
-        pytest.param(YAHOO_OLD, Parser.LENIENT, "mta4014.mail.gq1.yahoo.com", [("domainkeys", "neutral"), ("dkim", "pass")], id="yahoo-07 old"),
+        pytest.param(
+            OFFICE365,
+            Parser.LENIENT,
+            None,
+            [("spf", "pass"), ("dkim", "none"), ("dmarc", "pass")],
+            id="office365-04 no id",
+        ),
+        pytest.param(
+            YAHOO_OLD,
+            Parser.LENIENT,
+            "mta4014.mail.gq1.yahoo.com",
+            [("domainkeys", "neutral"), ("dkim", "pass")],
+            id="yahoo-07 old",
+        ),
         pytest.param(ARF18, Parser.LENIENT, None, [("dmarc", "fail")], id="arf-18 no id"),
-        pytest.param(HANDMADE, Parser.LENIENT, None, [("spf", "pass"), ("dkim", "pass"), ("dmarc", "success")], id="handmade no id"),
+        pytest.param(
+            HANDMADE,
+            Parser.LENIENT,
+            None,
+            [("spf", "pass"), ("dkim", "pass"), ("dmarc", "success")],
+            id="handmade no id",
+        ),
         pytest.param("", Parser.SKIPPED, None, [], id="arf-02 empty"),
     ],
 )
@@ -73,16 +111,30 @@ def test_a_method_is_never_taken_as_the_authserv_id() -> None:
         ([OFFICE365], ["outlook.com"], (None, None, None)),
         ([HANDMADE], ["example.com", "spf"], (None, None, None)),
         # An unregistered result word is not a verdict (and never "fail").
-        (["mx.example.com; dmarc=success header.from=a.example; spf=hardfail"], ["mx.example.com"], (None, None, None)),
+        (
+            ["mx.example.com; dmarc=success header.from=a.example; spf=hardfail"],
+            ["mx.example.com"],
+            (None, None, None),
+        ),
         # dkim: any pass wins; otherwise the first registered word.
         ([ARF19], ["126.example.com"], (None, "pass", "fail")),
-        (["mx.example.com; dkim=fail; dkim=pass header.d=a.example"], ["mx.example.com"], (None, None, "pass")),
+        (
+            ["mx.example.com; dkim=fail; dkim=pass header.d=a.example"],
+            ["mx.example.com"],
+            (None, None, "pass"),
+        ),
         # The first trusted header decides per method; an untrusted one above it is ignored.
-        ([ARF23, "mx.example.com; spf=softfail", "mx.example.com; spf=pass"], ["mx.example.com"], (None, "softfail", None)),
+        (
+            [ARF23, "mx.example.com; spf=softfail", "mx.example.com; spf=pass"],
+            ["mx.example.com"],
+            (None, "softfail", None),
+        ),
         ([], ["mx.example.com"], (None, None, None)),
     ],
 )
-def test_verdicts_trust_only_listed_authserv_ids(values: list[str], trusted: list[str], expected: tuple) -> None:
+def test_verdicts_trust_only_listed_authserv_ids(
+    values: list[str], trusted: list[str], expected: tuple
+) -> None:
     found = verdicts(values, trusted)
     assert (found.dmarc, found.spf, found.dkim) == expected
 

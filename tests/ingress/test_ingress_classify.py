@@ -49,18 +49,30 @@ def test_corpus_reports_and_auto_replies_are_automated(record: dict) -> None:
         print(record["file"], reason.value if reason else None)
 
 
-@pytest.mark.parametrize("record", [r for r in BOUNCES if r["message"]["headers"].get("Return-Path") == "<>"], ids=lambda r: r["file"])
+@pytest.mark.parametrize(
+    "record",
+    [r for r in BOUNCES if r["message"]["headers"].get("Return-Path") == "<>"],
+    ids=lambda r: r["file"],
+)
 def test_null_return_path_is_reason_null_sender(record: dict) -> None:
     raw = (CORPUS / "bounces" / record["file"]).read_bytes()
     assert automated(_facts(raw, "")) is Reason.NULL_SENDER
 
 
-def _facts_of(headers: dict[str, str], envelope_from: str | None = "person@example.org",
-              from_address: str = "person@example.org", report: ReportKind = ReportKind.NONE,
-              recipients: tuple[str, ...] = ("me@example.com",)) -> MessageFacts:
-    return MessageFacts(envelope_from=envelope_from, from_address=from_address,
-                        headers=tuple((k.lower(), v) for k, v in headers.items()),
-                        report_kind=report, recipients=recipients)
+def _facts_of(
+    headers: dict[str, str],
+    envelope_from: str | None = "person@example.org",
+    from_address: str = "person@example.org",
+    report: ReportKind = ReportKind.NONE,
+    recipients: tuple[str, ...] = ("me@example.com",),
+) -> MessageFacts:
+    return MessageFacts(
+        envelope_from=envelope_from,
+        from_address=from_address,
+        headers=tuple((k.lower(), v) for k, v in headers.items()),
+        report_kind=report,
+        recipients=recipients,
+    )
 
 
 @pytest.mark.parametrize(
@@ -94,7 +106,10 @@ def _facts_of(headers: dict[str, str], envelope_from: str | None = "person@examp
         (_facts_of({}, envelope_from="Majordomo@lists.example.org"), Reason.SYSTEM_SENDER),
         (_facts_of({}, envelope_from="news-request-bounces@lists.example.org"), Reason.SYSTEM_SENDER),
         (_facts_of({}, envelope_from="owner-announce@lists.example.org"), Reason.SYSTEM_SENDER),
-        (_facts_of({}, envelope_from=None, from_address="mailer-daemon@mx.example.org"), Reason.SYSTEM_SENDER),
+        (
+            _facts_of({}, envelope_from=None, from_address="mailer-daemon@mx.example.org"),
+            Reason.SYSTEM_SENDER,
+        ),
         (_facts_of({}, envelope_from="the-owner-x@example.org"), None),
         (_facts_of({}, envelope_from="requester@example.org"), None),
     ],
@@ -112,7 +127,11 @@ def test_automated_table(facts: MessageFacts, expected: Reason | None) -> None:
         (_facts_of({}, recipients=()), ["me@example.com"], Reason.NOT_ADDRESSED),
         (_facts_of({}, recipients=("alias@example.com",)), ["me@example.com", "alias@example.com"], None),
         (_facts_of({}, envelope_from="Me@example.com"), ["me@example.com"], Reason.OWN_ADDRESS),
-        (_facts_of({"Precedence": "bulk"}, envelope_from="me@example.com"), ["me@example.com"], Reason.PRECEDENCE),
+        (
+            _facts_of({"Precedence": "bulk"}, envelope_from="me@example.com"),
+            ["me@example.com"],
+            Reason.PRECEDENCE,
+        ),
     ],
 )
 def test_reply_refusal_table(facts: MessageFacts, mailbox: list[str], expected: Reason | None) -> None:

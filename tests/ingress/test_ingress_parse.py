@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.corpus import CORPUS, message_files, read_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.corpus import CORPUS, message_files, read_jsonl
 
-from mailnode import budgets
 import mailnode.ingress.parse as parse_module
+from mailnode import budgets
 from mailnode.ingress.parse import ParsedMessage, decode_words, parse_message
 
 MALFORMED = {record["file"]: record for record in read_jsonl("malformed/expected.jsonl")}
@@ -155,7 +155,9 @@ def test_raw_latin1_header_is_replaced_and_recorded() -> None:
 
 
 def test_body_that_is_not_utf8_either_is_replaced() -> None:
-    parsed = parse_message(b"From: a@example.com\r\nContent-Type: text/plain; charset=x-no-such\r\n\r\ncaf\xe9\r\n")
+    parsed = parse_message(
+        b"From: a@example.com\r\nContent-Type: text/plain; charset=x-no-such\r\n\r\ncaf\xe9\r\n"
+    )
     assert parsed.text_body is not None and "caf\ufffd" in parsed.text_body
     assert parsed.from_ is not None
 
@@ -182,8 +184,8 @@ def test_text_body_prefers_plain_part_and_counts_attachments() -> None:
         b"From: a@example.com\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
         b"--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nhello\r\n"
         b"--b\r\nContent-Type: application/octet-stream\r\n"
-        b"Content-Disposition: attachment; filename=\"invoice.pdf.exe\"\r\n\r\nMZ\r\n"
-        b"--b\r\nContent-Type: application/pdf; name=\"report.pdf\"\r\n\r\n%PDF\r\n"
+        b'Content-Disposition: attachment; filename="invoice.pdf.exe"\r\n\r\nMZ\r\n'
+        b'--b\r\nContent-Type: application/pdf; name="report.pdf"\r\n\r\n%PDF\r\n'
         b"--b--\r\n"
     )
     parsed = parse_message(raw)
@@ -206,8 +208,20 @@ def test_defects_are_capped() -> None:
 
 
 HEADER_NAMES = st.sampled_from(
-    ["To", "Cc", "From", "Message-ID", "References", "Content-Type", "Date", "Subject",
-     "Authentication-Results", "Content-Transfer-Encoding", "Content-Disposition", "X-Other"]
+    [
+        "To",
+        "Cc",
+        "From",
+        "Message-ID",
+        "References",
+        "Content-Type",
+        "Date",
+        "Subject",
+        "Authentication-Results",
+        "Content-Transfer-Encoding",
+        "Content-Disposition",
+        "X-Other",
+    ]
 )
 HEADER_VALUES = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
 

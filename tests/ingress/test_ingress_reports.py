@@ -33,7 +33,9 @@ def _expected_recipients() -> dict[str, set[str]]:
     for folder, records in (("bounces", BOUNCES), ("bounces-extra", EXTRA)):
         for record in records:
             if record["kind"] in ("bounce", "complaint", "not_bounce") and record["recipients"]:
-                wanted.setdefault(f"{folder}/{record['file']}", set()).update(a.lower() for a in record["recipients"])
+                wanted.setdefault(f"{folder}/{record['file']}", set()).update(
+                    a.lower() for a in record["recipients"]
+                )
     for record in FLUFL:
         addresses = (record.get("expected_addresses") or []) + (record.get("expected_temporary") or [])
         if addresses:
@@ -63,7 +65,11 @@ def _dsn_statuses(record: dict) -> dict[str, str]:
     """address -> Status as written in the message's delivery-status part (bounces-extra records
     carry it per recipient; bounces records in ``message.dsn``)."""
     if "message" not in record:
-        return {item["recipient"].lower(): item["status"] for item in record["per_recipient"] if item.get("status")}
+        return {
+            item["recipient"].lower(): item["status"]
+            for item in record["per_recipient"]
+            if item.get("status")
+        }
     dsn = record["message"].get("dsn") or {}
     statuses = {}
     for item in dsn.get("recipients") or []:
@@ -119,7 +125,9 @@ def test_dsn_quotes_the_original_message_id_for_attribution() -> None:
         ("kijitora@example.jp", "5.2.1", "failed"),
         ("noraneko@example.jp", "5.2.2", "failed"),
     ]
-    assert [event_for(report.kind, r.status, r.action) for r in report.recipients] == [DeliveryEvent.BOUNCED] * 2
+    assert [event_for(report.kind, r.status, r.action) for r in report.recipients] == [
+        DeliveryEvent.BOUNCED
+    ] * 2
 
 
 def test_provider_json_notification() -> None:
@@ -175,7 +183,9 @@ def test_valid_address(value: str, expected: str | None) -> None:
         (ReportKind.NONE, "5.1.1", "failed", None),
     ],
 )
-def test_status_to_event_map(kind: ReportKind, status: str | None, action: str | None, expected: DeliveryEvent | None) -> None:
+def test_status_to_event_map(
+    kind: ReportKind, status: str | None, action: str | None, expected: DeliveryEvent | None
+) -> None:
     assert event_for(kind, status, action) is expected
 
 
@@ -192,7 +202,7 @@ def test_report_with_no_readable_recipient_is_unreadable() -> None:
         b"Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n"
         b"--b\r\nContent-Type: text/plain\r\n\r\nsomething happened\r\n"
         b"--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.org\r\n\r\n"
-        b"Final-Recipient: rfc822; \"not an address\"\r\nAction: failed\r\n"
+        b'Final-Recipient: rfc822; "not an address"\r\nAction: failed\r\n'
         b"--b--\r\n"
     )
     report = read_report(raw)

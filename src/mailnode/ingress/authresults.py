@@ -35,7 +35,7 @@ RESULT_WORDS: dict[str, frozenset[str]] = {
 _KEYWORD = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
-class Parser(str, enum.Enum):
+class Parser(enum.StrEnum):
     """Which reader produced a :class:`AuthResults` (a closed vocabulary).
 
     ``authres``: the authres library; ``lenient``: this module's fallback after authres raised;
@@ -173,7 +173,9 @@ def _from_authres(value: str) -> tuple[str | None, tuple[MethodResult, ...]]:
             (f"{prop.type}.{prop.name}".lower(), str(prop.value)) for prop in (item.properties or [])
         )
         results.append(
-            MethodResult(method=str(item.method).lower(), result=str(item.result).lower(), properties=properties)
+            MethodResult(
+                method=str(item.method).lower(), result=str(item.result).lower(), properties=properties
+            )
         )
     authserv_id = str(header.authserv_id).lower() if header.authserv_id else None
     return authserv_id, tuple(results)
@@ -200,7 +202,9 @@ def parse_header(value: str) -> AuthResults:
     except Exception as exc:  # authres raises SyntaxError, RecursionError, TypeError... (spec §3)
         error = f"{type(exc).__name__}: {exc}"
         authserv_id, results = _lenient(raw)
-        return AuthResults(raw=raw, authserv_id=authserv_id, results=results, parser=Parser.LENIENT, error=error)
+        return AuthResults(
+            raw=raw, authserv_id=authserv_id, results=results, parser=Parser.LENIENT, error=error
+        )
     return AuthResults(raw=raw, authserv_id=authserv_id, results=results, parser=Parser.AUTHRES, error=None)
 
 

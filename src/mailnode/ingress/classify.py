@@ -18,7 +18,7 @@ from mailnode.ingress.parse import ParsedMessage
 from mailnode.ingress.reports import DeliveryReport, ReportKind
 
 
-class Reason(str, enum.Enum):
+class Reason(enum.StrEnum):
     """Why a message is automated or may not be answered automatically (a closed vocabulary).
 
     Automated (``automated`` and ``reply_refusal``), in the order they are checked:
@@ -90,7 +90,8 @@ def facts_from(parsed: ParsedMessage, envelope_from: str | None, report: Deliver
 
 #: ``Precedence`` values that mark bulk mail (RFC 3834 §2 and RFC 2076 usage).
 BULK_PRECEDENCE = frozenset({"bulk", "list", "junk"})
-#: ``X-Auto-Response-Suppress`` values that ask not to send an out-of-office reply (Microsoft [MS-OXCMAIL] §2.2.3.2.20).
+#: ``X-Auto-Response-Suppress`` values that ask for no out-of-office reply
+#: (Microsoft [MS-OXCMAIL] §2.2.3.2.20).
 SUPPRESS_VALUES = frozenset({"all", "oof"})
 #: System senders' local parts, compared case-insensitively (RFC 5230 §4.6, Pigeonhole's list).
 SYSTEM_LOCAL_PARTS = frozenset({"mailer-daemon", "listserv", "majordomo"})

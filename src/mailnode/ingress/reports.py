@@ -32,7 +32,7 @@ from typing import Any
 import flufl.bounce
 
 
-class ReportKind(str, enum.Enum):
+class ReportKind(enum.StrEnum):
     """What a message reports: ``delivery_status`` (RFC 3464 or an equivalent notice),
     ``feedback`` (RFC 5965 complaint), or ``none`` (not a report)."""
 
@@ -41,7 +41,7 @@ class ReportKind(str, enum.Enum):
     NONE = "none"
 
 
-class ReportSource(str, enum.Enum):
+class ReportSource(enum.StrEnum):
     """Which reader found the report: ``rfc3464``, ``arf``, ``provider`` (a provider's own shape:
     Amazon SES JSON, Hotmail's JMRP complaint),
     ``flufl`` (flufl.bounce detectors), ``text`` (this module's plain-text reader), ``none``."""
@@ -54,7 +54,7 @@ class ReportSource(str, enum.Enum):
     NONE = "none"
 
 
-class DeliveryEvent(str, enum.Enum):
+class DeliveryEvent(enum.StrEnum):
     """The normalised event a reported recipient becomes (the vocabulary of ``send_recipient_events``)."""
 
     BOUNCED = "bounced"
@@ -181,7 +181,11 @@ def _blocks(part: Message) -> list[Message]:
     data = part.get_payload(decode=True)
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(payload or "")
     text = text.replace("\r\n", "\n")
-    return [message_from_string(chunk.strip() + "\n", policy=compat32) for chunk in re.split(r"\n\s*\n", text) if chunk.strip()]
+    return [
+        message_from_string(chunk.strip() + "\n", policy=compat32)
+        for chunk in re.split(r"\n\s*\n", text)
+        if chunk.strip()
+    ]
 
 
 def _walk(message: Message) -> Iterator[Message]:
@@ -436,11 +440,17 @@ def _json(message: Message) -> DeliveryReport | None:
                 if address:
                     response = delivery.get("smtpResponse")
                     recipients.append(
-                        ReportedRecipient(address=address, status=_status(response), action="delivered", diagnostic=response)
+                        ReportedRecipient(
+                            address=address, status=_status(response), action="delivered", diagnostic=response
+                        )
                     )
         else:
             continue
-        feedback = item.get("complaint", {}).get("complaintFeedbackType") if report_kind is ReportKind.FEEDBACK else None
+        feedback = (
+            item.get("complaint", {}).get("complaintFeedbackType")
+            if report_kind is ReportKind.FEEDBACK
+            else None
+        )
         return DeliveryReport(
             kind=report_kind,
             source=ReportSource.PROVIDER,
@@ -481,7 +491,10 @@ def _looks_like_notice(message: Message) -> bool:
     """Whether a plain message is a delivery notice: a system sender or a bounce subject."""
     sender = parseaddr(str(message.get("From", "")))
     local = (sender[1] or sender[0]).split("@", 1)[0].strip().lower()
-    if any(local.startswith(name) for name in _SYSTEM_SENDERS) or "mailer-daemon" in str(message.get("From", "")).lower():
+    if (
+        any(local.startswith(name) for name in _SYSTEM_SENDERS)
+        or "mailer-daemon" in str(message.get("From", "")).lower()
+    ):
         return True
     return bool(_BOUNCE_SUBJECT.search(str(message.get("Subject", ""))))
 
@@ -497,11 +510,15 @@ def _flufl(message: Message) -> DeliveryReport | None:
     recipients: list[ReportedRecipient] = []
     for values, action in ((permanent, "failed"), (temporary, "delayed")):
         for value in sorted(values):
-            address = valid_address(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value))
+            address = valid_address(
+                value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+            )
             if address is None or any(item.address.lower() == address.lower() for item in recipients):
                 continue
             status, line = _status_near(notice, address)
-            recipients.append(ReportedRecipient(address=address, status=status, action=action, diagnostic=line))
+            recipients.append(
+                ReportedRecipient(address=address, status=status, action=action, diagnostic=line)
+            )
     if not recipients:
         return None
     original_id, original_to = _original_facts(message)
@@ -535,7 +552,10 @@ def _plain_text(message: Message) -> DeliveryReport | None:
         return None
     notice = _notice(message)
     excluded = {"postmaster", "mailer-daemon", "root", "abuse", "noreply", "no-reply"}
-    own = {parseaddr(str(message.get(name, "")))[1].lower() for name in ("To", "From", "Sender", "Reply-To", "Return-Path")}
+    own = {
+        parseaddr(str(message.get(name, "")))[1].lower()
+        for name in ("To", "From", "Sender", "Reply-To", "Return-Path")
+    }
     candidates = []
     for found in _ADDRESS_IN_TEXT.finditer(notice):
         address = valid_address(found.group(0).strip(".'"))
@@ -584,7 +604,9 @@ def _read(message: Message) -> DeliveryReport:
         if found is not None:
             return found
     if structured is not None or message.get_content_type() == "multipart/report":
-        return DeliveryReport(kind=ReportKind.DELIVERY_STATUS, source=ReportSource.RFC3464, problem=UNREADABLE)
+        return DeliveryReport(
+            kind=ReportKind.DELIVERY_STATUS, source=ReportSource.RFC3464, problem=UNREADABLE
+        )
     return NOT_A_REPORT
 
 
