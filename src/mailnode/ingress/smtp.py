@@ -98,11 +98,17 @@ class IngressHandler:
             log.exception("smtp.accept_failed")
             return REPLY_TRY_AGAIN
         if self.on_accepted is not None:
-            try:
-                self.on_accepted(ids)
-            except Exception:  # noqa: BLE001 - the receipts are committed; the repair scan materialises them
-                log.exception("smtp.materialise_start_failed receipts=%s", ids)
+            # Started off the event loop and not awaited: the receipts are committed, so the 250 need not
+            # wait for the workflow start, and the repair scan covers a start that fails.
+            asyncio.get_running_loop().run_in_executor(None, self._start, ids)
         return REPLY_ACCEPTED
+
+    def _start(self, ids: list[str]) -> None:
+        assert self.on_accepted is not None
+        try:
+            self.on_accepted(ids)
+        except Exception:  # noqa: BLE001 - the receipts are committed; the repair scan materialises them
+            log.exception("smtp.materialise_start_failed receipts=%s", ids)
 
 
 class _LiberalSMTP(SMTP):

@@ -1,0 +1,116 @@
+"""Ingest benchmark: corpus messages over SMTP to a running node and to a bare aiosmtpd file sink.
+
+Starts ``mailnode serve`` (SQLite unless MAILNODE_DATABASE_URL is set) in a temporary data directory on
+free loopback ports, and a bare aiosmtpd server whose handler only appends the bytes to a file; sends the
+same messages (every corpus .eml/.txt with CRLF line endings, repeated ROUNDS times) to each over one
+connection per round, and prints messages per second for both and their ratio. A node's rate counts the
+time to its ``250``, which comes only after the evidence write and the receipt commit.
+
+    .venv/bin/python bench/ingest.py [ROUNDS]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import smtplib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP
+
+from mailnode import budgets
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class FileSink:
+    """A bare handler: append the bytes to one file, answer 250."""
+
+    def __init__(self, path: Path) -> None:
+        self.fh = open(path, "ab")
+
+    async def handle_DATA(self, server: object, session: object, envelope: object) -> str:
+        self.fh.write(envelope.original_content)  # type: ignore[attr-defined]
+        self.fh.flush()
+        return "250 OK"
+
+
+class LongLineSMTP(SMTP):
+    """The same line-length allowance the node's listener has, so both accept every corpus message."""
+
+    line_length_limit = budgets.SMTP_LINE_MAX_BYTES
+
+
+class SinkController(Controller):
+    """A bare aiosmtpd controller with the node's line-length allowance."""
+
+    def factory(self) -> SMTP:
+        return LongLineSMTP(self.handler, **self.SMTP_kwargs)
+
+
+def messages() -> list[bytes]:
+    files = sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.suffix in (".eml", ".txt") and "LICENSES" not in p.parts)
+    return [p.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") for p in files]
+
+
+def send_all(port: int, msgs: list[bytes], rounds: int) -> float:
+    start = time.perf_counter()
+    for _ in range(rounds):
+        with smtplib.SMTP("127.0.0.1", port) as c:
+            for raw in msgs:
+                c.sendmail("sender@remote.test", ["support@example.test"], raw)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    msgs = messages()
+    n = len(msgs) * rounds
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "node"
+        env = {**os.environ}
+        subprocess.run([sys.executable, "-m", "mailnode.cli", "init", "--data-dir", str(data), "--org", "Bench",
+                        "--domain", "example.test", "--admin-email", "b@example.test", "--json"], check=True,
+                       env=env, capture_output=True)
+        http, smtp = free_port(), free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "mailnode.cli", "serve", "--data-dir", str(data), "--http",
+                                 f"127.0.0.1:{http}", "--smtp", f"127.0.0.1:{smtp}"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(300):
+                try:
+                    if httpx.get(f"http://127.0.0.1:{http}/api/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.2)
+            node_seconds = send_all(smtp, msgs, rounds)
+        finally:
+            proc.terminate()
+            proc.wait(60)
+        sink_port = free_port()
+        sink = SinkController(FileSink(Path(tmp) / "sink.mbox"), hostname="127.0.0.1", port=sink_port)
+        sink.start()
+        try:
+            bare_seconds = send_all(sink_port, msgs, rounds)
+        finally:
+            sink.stop()
+    node_rate, bare_rate = n / node_seconds, n / bare_seconds
+    print(json.dumps({"messages": n, "node_per_second": round(node_rate, 1), "bare_per_second": round(bare_rate, 1),
+                      "ratio": round(node_rate / bare_rate, 3)}))
+
+
+if __name__ == "__main__":
+    main()
