@@ -15,7 +15,9 @@ from typing import Protocol
 class Clock(Protocol):
     """Anything with ``now() -> datetime`` (aware, UTC)."""
 
-    def now(self) -> datetime: ...
+    def now(self) -> datetime:
+        """The current time, aware UTC."""
+        ...
 
 
 class SystemClock:

@@ -16,29 +16,41 @@ router = APIRouter(prefix="/api", tags=["directory"])
 
 
 class UserIn(Strict):
+    """Body of POST /api/users."""
+
     email: str
     name: str = ""
 
 
 class TeamIn(Strict):
+    """Body of POST /api/teams."""
+
     name: str
 
 
 class MemberIn(Strict):
+    """Body of POST /api/teams/{id}/members."""
+
     user_id: str
 
 
 class DomainIn(Strict):
+    """Body of POST /api/domains."""
+
     domain: str
 
 
 class GrantIn(Strict):
+    """Body of POST /api/access."""
+
     subject_id: str
     relation: str
     object_id: str
 
 
 class TokenIn(Strict):
+    """Body of POST /api/tokens."""
+
     label: str = ""
 
 

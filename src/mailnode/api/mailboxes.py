@@ -15,12 +15,16 @@ router = APIRouter(prefix="/api/mailboxes", tags=["mailboxes"])
 
 
 class MailboxIn(Strict):
+    """Body of POST /api/mailboxes."""
+
     name: str
     addresses: list[str] = Field(min_length=1)
     hold_window_seconds: int | None = None
 
 
 class MailboxPatch(Strict):
+    """Body of PATCH /api/mailboxes/{id}; absent fields are left alone, a null hold window restores the default."""
+
     name: str | None = None
     addresses: list[str] | None = None
     hold_window_seconds: int | None = None

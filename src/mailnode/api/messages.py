@@ -128,6 +128,8 @@ def list_cases(node: NodeDep, caller: CallerDep, page: PageDep, mailbox_id: str 
 
 
 class ClaimIn(BaseModel):
+    """Body of POST /api/cases/{id}/claim (optional)."""
+
     model_config = ConfigDict(extra="forbid")
     assignee: str | None = None
     take: bool = False
