@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 
 from mailnode import budgets
 from mailnode.errors import invalid
@@ -64,7 +65,7 @@ class Settings(BaseSettings):
     #: The bounce domain for VERP return paths; empty means the organisation's first domain.
     bounce_domain: str = ""
     #: authserv-ids whose Authentication-Results headers are trusted (comma-separated in the env).
-    trusted_authserv_ids: list[str] = Field(default_factory=list)
+    trusted_authserv_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
     #: Statement pot per Butler run.
     butler_run_pot: int = budgets.BUTLER_RUN_POT_STATEMENTS
     #: Seconds between dispatch sweeps (DBOS schedule).
@@ -127,7 +128,7 @@ def load_settings(data_dir: Path | str | None = None, **overrides: Any) -> Setti
     """Build the settings: TOML file under the data directory, then env, then ``overrides``.
 
     ``data_dir`` defaults to ``MAILNODE_DATA_DIR``, else ``./.mailnode``. Raises
-    ``E_SETTING_MALFORMED`` (422) when the TOML file does not parse.
+    ``E_SETTING_MALFORMED`` (422) when the TOML file does not parse or a value has the wrong shape.
     """
     base = Path(data_dir) if data_dir is not None else Path(os.environ.get("MAILNODE_DATA_DIR", "./.mailnode"))
     file_values: dict[str, Any] = {}
@@ -143,7 +144,16 @@ def load_settings(data_dir: Path | str | None = None, **overrides: Any) -> Setti
                 f"Fix or remove {path}.",
                 path=str(path),
             ) from exc
-    env_values = Settings().model_dump(exclude_unset=True)
-    merged = {**file_values, **env_values, **{k: v for k, v in overrides.items() if v is not None}}
-    merged["data_dir"] = base
-    return Settings(**merged)
+    try:
+        env_values = Settings().model_dump(exclude_unset=True)
+        merged = {**file_values, **env_values, **{k: v for k, v in overrides.items() if v is not None}}
+        merged["data_dir"] = base
+        return Settings(**merged)
+    except (SettingsError, ValidationError) as exc:
+        raise invalid(
+            "E_SETTING_MALFORMED",
+            "A setting has a value of the wrong shape.",
+            str(exc).splitlines()[0] if isinstance(exc, SettingsError) else str(exc),
+            f"Correct the MAILNODE_* variable or {path}; every setting is listed in docs/configuration.md.",
+            path=str(path),
+        ) from exc
