@@ -9,6 +9,7 @@ from __future__ import annotations
 from mailnode import audit as _audit  # noqa: F401
 from mailnode.db.meta import metadata
 from mailnode.directory import tables as _directory  # noqa: F401
+from mailnode.governance import tables as _governance  # noqa: F401
 from mailnode.ingress import tables as _ingress  # noqa: F401
 from mailnode.mail import message_tables as _messages  # noqa: F401
 from mailnode.mail import tables as _mail  # noqa: F401
