@@ -120,6 +120,15 @@ BUTLER_RUN_POT_STATEMENTS = 10_000
 #: canonical AST plus the source text together at 2,000,000 bytes (its d1.max_row_bytes); half of
 #: that for the source leaves the same room for the canonical form stored beside it.
 BUTLER_SOURCE_MAX_BYTES = 1_000_000
+#: Largest stored Butler version: the canonical AST plus the source text, UTF-8 bytes. The reference's
+#: row bound (d1.max_row_bytes, 2,000,000); the canonical form can outgrow its source (``9e15`` is
+#: written out as sixteen digits), so this is checked after canonicalisation, before the row is written.
+BUTLER_VERSION_MAX_BYTES = 2 * BUTLER_SOURCE_MAX_BYTES
+#: Longest Butler name, in characters. Sized: a name is a label shown in lists and audit entries.
+BUTLER_NAME_MAX_CHARS = 200
+#: How long ``mailnode butler create|draft|publish|list`` wait for the node's answer. Sized: the slowest
+#: route checks a program at BUTLER_SOURCE_MAX_BYTES twice (save, publish), well under a second each.
+BUTLER_CLI_HTTP_TIMEOUT_SECONDS = 30
 #: Deepest JSON nesting the checker reads (arrays and objects). Sized: the deepest shipped shape is
 #: a ``validate`` schema a few levels down in a node in ``nodes``; 64 leaves generous room and keeps
 #: every recursive walk (parse, schema check, canonical form) far below Python's recursion limit.

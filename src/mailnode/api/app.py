@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from mailnode import __version__
-from mailnode.api import audit, directory, errors, health, mailboxes, messages
+from mailnode.api import audit, butlers, directory, errors, health, mailboxes, messages
 from mailnode.node import Node
 
 
@@ -14,6 +14,6 @@ def create_app(node: Node) -> FastAPI:
     app = FastAPI(title="mailnode", version=__version__, docs_url="/docs")
     app.state.node = node
     errors.install(app)
-    for module in (health, directory, mailboxes, messages, audit):
+    for module in (health, directory, mailboxes, messages, audit, butlers):
         app.include_router(module.router)
     return app

@@ -2,7 +2,10 @@
 
 Issue 6 "CLI". ``butler_app`` is a Typer app the main CLI mounts as ``mailnode butler``. It imports
 neither DBOS nor the database, so ``check`` works on a machine with no node. The API commands
-(``create``, ``draft``, ``publish``, ``list``) arrive with the lifecycle.
+(``create NAME FILE``, ``draft ID FILE``, ``publish ID``, ``list``) call a running node's HTTP API
+(``--url``, default ``MAILNODE_URL`` or ``http://127.0.0.1:8025``; ``--token``, default
+``MAILNODE_TOKEN``) and print a refusal in the four-part form (code, what, why, fix) with any checker
+findings after it, exiting 1.
 """
 
 from __future__ import annotations
@@ -10,12 +13,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
+from urllib.parse import urlencode
 
 import typer
 
+from mailnode import budgets
 from mailnode.butler.ast import json_schema
+from mailnode.butler.check import Finding
 from mailnode.butler.check import check as check_source
+from mailnode.errors import MailnodeError
 
 butler_app = typer.Typer(help="Write and check Butlers: small deterministic programs that answer or triage mail.",
                          no_args_is_help=True)
@@ -48,3 +55,143 @@ def check_command(
 def schema_command() -> None:
     """Print the JSON Schema of a Butler document (for editors)."""
     sys.stdout.write(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+
+
+# --- the API commands: create, draft, publish, list --------------------------------------------------
+# They speak HTTP to a running node (``mailnode serve``) with httpx, imported inside each command so
+# that ``check`` and ``schema`` stay free of the network client as well as of the database.
+
+#: The node's API when neither ``--url`` nor ``MAILNODE_URL`` says otherwise (``mailnode serve``'s default).
+DEFAULT_URL = "http://127.0.0.1:8025"
+#: Exit code of an API command the node refused or could not be asked.
+EXIT_REFUSED = 1
+
+UrlOption = Annotated[str, typer.Option("--url", envvar="MAILNODE_URL", help="The node's HTTP API.")]
+TokenOption = Annotated[str, typer.Option("--token", envvar="MAILNODE_TOKEN", show_default=False,
+                                          help="An administrator's API token (mailnode token create).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the node's JSON answer.")]
+
+
+def _refuse(error: MailnodeError) -> NoReturn:
+    """Print ``error`` in its four-part form, then any checker findings, on stderr; exit 1."""
+    typer.echo(error.render(), err=True)
+    for finding in error.detail.get("findings") or []:
+        typer.echo("", err=True)
+        typer.echo(Finding(**finding).render(), err=True)
+    raise typer.Exit(EXIT_REFUSED)
+
+
+def _read_source(file: Path) -> str:
+    """The file's text as it will be submitted; ``E_BUTLER_SOURCE_NOT_UTF8`` when it is not UTF-8."""
+    data = file.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _refuse(MailnodeError(code="E_BUTLER_SOURCE_NOT_UTF8", what=f"{file} is not UTF-8 text: {exc.reason} "
+                              f"at byte {exc.start}.", why="A Butler source is JSON text, which the API carries as UTF-8.",
+                              fix=f"Save {file} as UTF-8 (mailnode butler check {file} shows the same problem)."))
+
+
+def _call(method: str, url: str, token: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One request to the node; the JSON answer, or a four-part refusal and exit 1.
+
+    ``E_TOKEN_MISSING`` when no token was given, ``E_NODE_UNREACHABLE`` when the node does not answer,
+    the node's own code (``E_BUTLER_*``, ``E_NOT_AN_ADMINISTRATOR`` ...) when it refuses.
+    """
+    import httpx
+
+    if not token:
+        _refuse(MailnodeError(code="E_TOKEN_MISSING", what="No API token was given.",
+                              why="Every Butler route needs an administrator's token.",
+                              fix="Pass --token or set MAILNODE_TOKEN (mint one with mailnode token create)."))
+    target = url.rstrip("/") + path
+    try:
+        response = httpx.request(method, target, json=body, headers={"Authorization": f"Bearer {token}"},
+                                 timeout=budgets.BUTLER_CLI_HTTP_TIMEOUT_SECONDS)
+    except httpx.HTTPError as exc:
+        _refuse(MailnodeError(code="E_NODE_UNREACHABLE", what=f"{method} {target} failed: {type(exc).__name__}: {exc}",
+                              why="The node did not answer at that address.",
+                              fix="Start it with mailnode serve, or point --url / MAILNODE_URL at it."))
+    try:
+        answer = response.json()
+    except ValueError:
+        _refuse(MailnodeError(code="E_NODE_ANSWER_UNREADABLE",
+                              what=f"{method} {target} answered {response.status_code} with no JSON.",
+                              why="A mailnode API answers JSON; something else is listening there.",
+                              fix="Point --url / MAILNODE_URL at the node's HTTP API."))
+    if response.is_success and isinstance(answer, dict):
+        return answer
+    err: dict[str, Any] = answer if isinstance(answer, dict) else {}
+    detail = err.get("detail")
+    _refuse(MailnodeError(code=str(err.get("error") or f"E_HTTP_{response.status_code}"),
+                          what=str(err.get("message") or response.text[:500]), why=str(err.get("why") or ""),
+                          fix=str(err.get("fix") or ""), status=response.status_code,
+                          detail=detail if isinstance(detail, dict) else {}))
+
+
+def _print_butler(verb: str, butler: dict[str, Any]) -> None:
+    typer.echo(f"{verb}  {butler['name']}  {butler['id']}")
+    for label in ("draft", "live"):
+        v = butler.get(label)
+        if v:
+            number = f" version {v['version']}" if v.get("version") is not None else ""
+            typer.echo(f"  {label:<6}{v['id']}{number}  ast_sha256 {v['ast_sha256']}")
+
+
+@butler_app.command("create")
+def create_command(
+    name: Annotated[str, typer.Argument(help="The Butler's name, unique in the organisation.")],
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The program (JSON).")],
+    url: UrlOption = DEFAULT_URL, token: TokenOption = "", as_json: JsonOption = False,
+) -> None:
+    """Create a Butler whose first draft is FILE (POST /api/butlers)."""
+    answer = _call("POST", url, token, "/api/butlers", {"name": name, "source": _read_source(file)})
+    typer.echo(json.dumps(answer)) if as_json else _print_butler("drafted", answer["butler"])
+
+
+@butler_app.command("draft")
+def draft_command(
+    butler_id: Annotated[str, typer.Argument(metavar="ID", help="The Butler's id (btl_...).")],
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The program (JSON).")],
+    url: UrlOption = DEFAULT_URL, token: TokenOption = "", as_json: JsonOption = False,
+) -> None:
+    """Replace the Butler's draft with FILE (PUT /api/butlers/ID/draft)."""
+    answer = _call("PUT", url, token, f"/api/butlers/{butler_id}/draft", {"source": _read_source(file)})
+    typer.echo(json.dumps(answer)) if as_json else _print_butler("drafted", answer["butler"])
+
+
+@butler_app.command("publish")
+def publish_command(
+    butler_id: Annotated[str, typer.Argument(metavar="ID", help="The Butler's id (btl_...).")],
+    url: UrlOption = DEFAULT_URL, token: TokenOption = "", as_json: JsonOption = False,
+) -> None:
+    """Publish the Butler's draft, superseding its live version (POST /api/butlers/ID/publish)."""
+    answer = _call("POST", url, token, f"/api/butlers/{butler_id}/publish")
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    done = answer["published"]
+    replaced = f", superseding {done['superseded_version_id']}" if done["superseded_version_id"] else ""
+    typer.echo(f"published  {answer['butler']['name']}  version {done['version']}  {done['version_id']}{replaced}")
+
+
+@butler_app.command("list")
+def list_command(url: UrlOption = DEFAULT_URL, token: TokenOption = "", as_json: JsonOption = False) -> None:
+    """List the organisation's Butlers by name, with their live version and draft (GET /api/butlers)."""
+    butlers: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        query = "" if cursor is None else "?" + urlencode({"cursor": cursor})
+        page = _call("GET", url, token, f"/api/butlers{query}")
+        butlers.extend(page["butlers"])
+        cursor = page.get("next_cursor")
+        if not cursor:
+            break
+    if as_json:
+        typer.echo(json.dumps({"butlers": butlers}))
+        return
+    for b in butlers:
+        live = f"version {b['live']['version']} ({b['live']['id']})" if b["live"] else "not published"
+        draft = f"draft {b['draft']['id']}" if b["draft"] else "no draft"
+        typer.echo(f"{b['id']}  {b['name']}  {live}  {draft}")
+    typer.echo(f"{len(butlers)} Butler{'s' if len(butlers) != 1 else ''}")

@@ -1,0 +1,76 @@
+"""Routes for the Butler lifecycle (administrators only; spec/butler.md §10).
+
+``POST /api/butlers {name, source}`` creates a Butler with its first draft (201);
+``PUT /api/butlers/{id}/draft {source}`` replaces the draft; ``POST /api/butlers/{id}/publish`` publishes
+it; ``GET /api/butlers`` lists Butlers by name without sources; ``GET /api/butlers/{id}`` shows one with
+its draft and live sources and the history of its versions. ``source`` is the program's JSON text as a
+string, stored exactly as sent (its digest is ``source_sha256``). Writes by a non-administrator answer
+403 ``E_NOT_AN_ADMINISTRATOR``; reads answer 404 ``E_NO_SUCH_BUTLER``. The codes are
+``mailnode.butler.lifecycle``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.models import Strict
+from mailnode.butler import lifecycle
+
+router = APIRouter(prefix="/api/butlers", tags=["butlers"])
+
+
+class ButlerIn(Strict):
+    """``{name, source}``: a name unique in the organisation and the program's JSON text."""
+
+    name: str
+    source: str
+
+
+class DraftIn(Strict):
+    """``{source}``: the program's JSON text."""
+
+    source: str
+
+
+@router.post("", status_code=201)
+def create(body: ButlerIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Create a Butler and its first draft: ``{"butler": {...}}``."""
+    with node.begin() as conn:
+        return {"butler": lifecycle.create_butler(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                                  at=node.clock.now(), name=body.name, source=body.source)}
+
+
+@router.put("/{butler_id}/draft")
+def save_draft(butler_id: str, body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Replace the draft (or start one after a publication): ``{"butler": {...}}``."""
+    with node.begin() as conn:
+        return {"butler": lifecycle.save_draft(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                               at=node.clock.now(), butler_id=butler_id, source=body.source)}
+
+
+@router.post("/{butler_id}/publish")
+def publish(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Publish the draft: ``{"butler": {...}, "published": {version_id, version, superseded_version_id}}``."""
+    with node.begin() as conn:
+        return lifecycle.publish(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
+                                 butler_id=butler_id)
+
+
+@router.get("")
+def list_(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+    """The organisation's Butlers by name: ``{"butlers": [...], "next_cursor"}`` (the cursor is a name)."""
+    with node.read() as conn:
+        items = lifecycle.list_butlers(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                       limit=page.limit, cursor=page.cursor)
+        return paged("butlers", items, page, key="name")
+
+
+@router.get("/{butler_id}")
+def get(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """One Butler with its draft and live sources: ``{"butler": {...}}``."""
+    with node.read() as conn:
+        return {"butler": lifecycle.get_butler(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                               butler_id=butler_id)}
