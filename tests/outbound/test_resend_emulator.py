@@ -97,7 +97,7 @@ async def test_errors_release_the_key_unless_told_to_store_them(api) -> None:
 
 async def test_daily_quota_resets_at_utc_midnight_and_headers_count_the_request(api) -> None:
     clock = Clock()
-    emulator, client = api(EmulatorConfig(daily_limit=2), clock)
+    _emulator, client = api(EmulatorConfig(daily_limit=2), clock)
     a = await client.post("/emails", content=body())
     b = await client.post("/emails", content=body(cc=["c@example.test"]))
     assert a.headers["x-resend-daily-quota"] == "1" and b.status_code == 429
@@ -109,7 +109,7 @@ async def test_daily_quota_resets_at_utc_midnight_and_headers_count_the_request(
 
 
 async def test_keys_and_permissions(api) -> None:
-    emulator, client = api(EmulatorConfig(api_keys={"re_full": "full_access", "re_send": "sending_access"}))
+    _emulator, client = api(EmulatorConfig(api_keys={"re_full": "full_access", "re_send": "sending_access"}))
     missing = await client.post("/emails", content=body(), headers={"Authorization": "Basic x"})
     unknown = await client.post("/emails", content=body(), headers={"Authorization": "Bearer re_nope"})
     unknown_get = await client.get("/emails", headers={"Authorization": "Bearer re_nope"})

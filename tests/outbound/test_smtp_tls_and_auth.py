@@ -149,7 +149,7 @@ async def test_rejected_credentials_are_refused_and_not_recorded(auth_sink: tupl
 
 
 async def test_no_credentials_where_the_relay_requires_them_is_refused(auth_sink: tuple[int, SinkHandler]) -> None:
-    port, handler = auth_sink
+    port, _handler = auth_sink
     outcome = await SmtpTransport("127.0.0.1", port, tls="none").submit(
         make_submission(make_message(), "ann@example.test", RID))
     assert (outcome.state, outcome.error_code) == (SubmitState.REFUSED, 530)
