@@ -159,3 +159,68 @@ BUTLER_RESERVE_CASE_CLOSE_STATEMENTS = 4
 BUTLER_RESERVE_DRAFT_STATEMENTS = 10
 #: The reference reserves 28 for a send (measured node 23-25 against a function bound of 20).
 BUTLER_RESERVE_SEND_PROPOSE_STATEMENTS = 28
+
+# --- Transactional mail (seed 002; spec/transactional.md) ------------------------------------------
+
+#: Provider daily sending limit assumed when the transport's setting gives none: Resend's free plan, 100
+#: emails per UTC day (spec/resend.md §7; seed 002 "100/day"). Readings are bounded to [0, this].
+PROVIDER_DAILY_LIMIT_DEFAULT = 100
+#: Realtime mail (verification codes) stops when the day's reading reaches this, so the last sends of the
+#: day go to deferrable notices (seed 002: "a ceiling of 90" of 100; spec/transactional.md §2 "Reserve").
+PROVIDER_REALTIME_CEILING_DEFAULT = 90
+#: Correspondence stops at this reading. Sized: spec/transactional.md §2 puts it between the realtime
+#: ceiling and the daily limit; halfway keeps half the reserve for deferrable notices.
+PROVIDER_CORRESPONDENCE_CEILING_DEFAULT = 95
+#: A ``systemic`` provider pause (revoked key, account refusal) lasts this long before the next probe,
+#: seconds (seed 002: "now + 15 min"; spec/transactional.md §2): one request per 15 minutes at most.
+PROVIDER_SYSTEMIC_PAUSE_SECONDS = 15 * 60
+#: Alert when the day's reading crosses this percent of the daily limit (seed 002: "above ~80", the
+#: leading indicator; spec/transactional.md §2 "Alerting cannot be mail").
+PROVIDER_QUOTA_ALERT_PERCENT = 80
+
+#: Seconds between sweeper passes (seed 002: "every 10 minutes"; spec/transactional.md §3).
+SWEEPER_INTERVAL_SECONDS = 600
+#: Deferrable mail nobody handed over within this many seconds of being queued is made terminal,
+#: ``withheld/gave_up`` (seed 002: "mail nobody delivered in three days").
+SWEEPER_GIVE_UP_AGE_SECONDS = 3 * 86_400
+#: Sweeper re-drives one deferrable send may spend before it is given up (seed 002: MAX_ATTEMPTS = 3).
+#: Nothing is spent while the provider breaker is shut (spec/transactional.md §3 refusal 3).
+SWEEPER_MAX_ATTEMPTS = 3
+#: Rows one sweeper pass reads per query (sized: the seed's unordered limit is 50; every row read leaves
+#: by a write, so a page never starves the next).
+SWEEPER_BATCH_MAX = 50
+#: An ambiguous send is re-driven only while its idempotency window stays open for at least this many
+#: more seconds, so a claim taken just inside the window cannot submit just outside it. Sized: one claim
+#: lease (DISPATCH_LEASE_SECONDS), the longest a claimed send may wait before its request leaves.
+SWEEPER_IDEMPOTENCY_MARGIN_SECONDS = DISPATCH_LEASE_SECONDS
+
+#: Digits in a verification code (sized: 10^6 codes against VERIFICATION_MAX_ATTEMPTS guesses per code
+#: gives a 5-in-a-million chance per code; the seed does not give a length).
+VERIFICATION_CODE_DIGITS = 6
+#: A verification code expires this many seconds after it was sent (seed 002: "it expires in 24h").
+VERIFICATION_CODE_TTL_SECONDS = 24 * 3600
+#: A person may ask for a new code this many seconds after the last request, whether or not the send
+#: worked (seed 002: "a 60-second cooldown"; the record survives a failed send, spec/transactional.md §4).
+VERIFICATION_COOLDOWN_SECONDS = 60
+#: Wrong guesses allowed per code; the last one clears it (seed 002: "one of the five attempts").
+VERIFICATION_MAX_ATTEMPTS = 5
+
+#: Content retention per kind when the organisation sets none, seconds (seed 002: cleanup at 7 days).
+RETENTION_INBOUND_RAW_SECONDS_DEFAULT = 7 * 86_400
+RETENTION_SEALED_BODY_SECONDS_DEFAULT = 7 * 86_400
+#: Past this age content is deleted whatever else holds it, except a legal hold (seed 002: "Older than
+#: 14 days ... the ceiling wins over everything"; spec/transactional.md §5).
+RETENTION_CEILING_SECONDS_DEFAULT = 14 * 86_400
+#: ``retain_until`` is set this far ahead while a notice about the content is undelivered, and rewritten
+#: only when less than half of it remains (spec/transactional.md §5 "half-window rewrite floor"). Sized:
+#: one base retention period, so a told person has as long as the plain rule would have given.
+RETENTION_NOTICE_GRACE_SECONDS = 7 * 86_400
+#: Rows the deletion sweep deletes per pass, and how many candidates it may scan past retained ones to
+#: find them (seed 002: "It now scans up to 500 with a cursor to find its 50").
+RETENTION_DELETE_BATCH_MAX = 50
+RETENTION_SCAN_WINDOW_MAX = 500
+
+#: A breaker trip that clears and re-trips within this many seconds continues the same episode, so a
+#: breaker flapping at its threshold sends administrators one notice, not one per flap. Sized: an hour,
+#: the volume breaker's window (BREAKER_VOLUME_WINDOW_SECONDS).
+NOTICE_BREAKER_EPISODE_QUIET_SECONDS = 3600

@@ -1,0 +1,264 @@
+"""Retention: may this content be deleted now, and what the deletion sweep does with a page of candidates.
+
+spec/transactional.md §5 (seed 002, second and third commits). Deletion is the least reversible act in
+the node, so its predicate is this pure function and nothing else decides it. In order:
+
+| condition | verdict |
+|---|---|
+| a legal hold in force covers it | retain (a hold always wins) |
+| older than the ceiling | delete (the ceiling wins over everything but a hold) |
+| younger than its kind's content retention | retain |
+| a send about it is still pending with attempts left | retain (it may yet go) |
+| ``retain_until`` ahead (a notice about it is undelivered) | retain |
+| otherwise | delete |
+
+An unknown content kind is retained (fail closed toward keeping). ``retain_until_write`` is the notice
+sweeper's half-window rewrite floor; ``page_deletions`` walks a scanned page past what is retained so a
+retained head never reads as an empty queue. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Generic, TypeVar
+
+from mailnode import budgets
+from mailnode.clock import utc
+from mailnode.errors import invalid
+
+
+class ContentKind(StrEnum):
+    """Content under retention (an organisation setting per kind).
+
+    - ``inbound_raw``: the raw bytes of a received message (the evidence store blob).
+    - ``sealed_body``: the body of a sealed send (what was, or would have been, submitted).
+    """
+
+    INBOUND_RAW = "inbound_raw"
+    SEALED_BODY = "sealed_body"
+
+
+#: Content retention per kind when the organisation sets none, seconds. Total over ``ContentKind``.
+DEFAULT_CONTENT_SECONDS: dict[ContentKind, int] = {
+    ContentKind.INBOUND_RAW: budgets.RETENTION_INBOUND_RAW_SECONDS_DEFAULT,
+    ContentKind.SEALED_BODY: budgets.RETENTION_SEALED_BODY_SECONDS_DEFAULT,
+}
+
+
+@dataclass(frozen=True)
+class RetentionSettings:
+    """An organisation's retention settings (``GET/PATCH /api/settings/retention``).
+
+    Attributes:
+        content_seconds: retention per ``ContentKind``, seconds; must cover every kind.
+        ceiling_seconds: past this age content is deleted unless a hold covers it.
+
+    Each kind's retention must be positive and at most the ceiling, else ``E_RETENTION_INCOHERENT`` (422).
+    """
+
+    content_seconds: Mapping[ContentKind, int] = field(default_factory=lambda: dict(DEFAULT_CONTENT_SECONDS))
+    ceiling_seconds: int = budgets.RETENTION_CEILING_SECONDS_DEFAULT
+
+    def __post_init__(self) -> None:
+        missing = [k.value for k in ContentKind if k not in self.content_seconds]
+        bad = {k.value: v for k, v in self.content_seconds.items() if not 0 < v <= self.ceiling_seconds}
+        if missing or bad or self.ceiling_seconds <= 0:
+            raise invalid(
+                "E_RETENTION_INCOHERENT",
+                "The retention settings are not coherent.",
+                "Every kind of content needs a retention above zero and at most the ceiling.",
+                "PATCH /api/settings/retention with every kind's seconds at or below ceiling_seconds.",
+                missing=missing,
+                out_of_range=bad,
+                ceiling_seconds=self.ceiling_seconds,
+            )
+
+
+DEFAULT_SETTINGS = RetentionSettings()
+
+
+@dataclass(frozen=True)
+class RetentionFacts:
+    """What the deletion sweep knows about one piece of content.
+
+    Attributes:
+        kind: the stored ``ContentKind`` string (unknown: retained).
+        created_at: when it was stored (aware UTC); every age counts from here.
+        under_hold: a legal hold in force covers it.
+        send_pending: a send about it is still pending with attempts left (held, awaiting, throttled, or
+            ambiguous inside its window).
+        retain_until: written by the notice sweeper while a notice about it is undelivered (aware UTC).
+    """
+
+    kind: str | None
+    created_at: datetime
+    under_hold: bool = False
+    send_pending: bool = False
+    retain_until: datetime | None = None
+
+
+class Verdict(StrEnum):
+    """``delete`` or ``retain``."""
+
+    DELETE = "delete"
+    RETAIN = "retain"
+
+
+class RetentionReason(StrEnum):
+    """Which row of the table decided (``RetentionDecision.reason``)."""
+
+    LEGAL_HOLD = "legal_hold"
+    CEILING = "ceiling"
+    WITHIN_RETENTION = "within_retention"
+    SEND_PENDING = "send_pending"
+    NOTICE_PENDING = "notice_pending"
+    EXPIRED = "expired"
+    KIND_NOT_CLASSIFIED = "kind_not_classified"
+
+
+#: The verdict of each reason. Total over ``RetentionReason``.
+VERDICT_OF_REASON: dict[RetentionReason, Verdict] = {
+    RetentionReason.LEGAL_HOLD: Verdict.RETAIN,
+    RetentionReason.CEILING: Verdict.DELETE,
+    RetentionReason.WITHIN_RETENTION: Verdict.RETAIN,
+    RetentionReason.SEND_PENDING: Verdict.RETAIN,
+    RetentionReason.NOTICE_PENDING: Verdict.RETAIN,
+    RetentionReason.EXPIRED: Verdict.DELETE,
+    RetentionReason.KIND_NOT_CLASSIFIED: Verdict.RETAIN,
+}
+
+
+@dataclass(frozen=True)
+class RetentionDecision:
+    """The answer of ``decide``.
+
+    Attributes:
+        verdict: ``delete`` or ``retain``.
+        reason: the deciding ``RetentionReason``.
+        hold_blocked: a hold stopped a deletion that every other rule allowed; audit ``hold.blocked``.
+    """
+
+    verdict: Verdict
+    reason: RetentionReason
+    hold_blocked: bool = False
+
+
+def _without_hold(facts: RetentionFacts, settings: RetentionSettings, now: datetime) -> RetentionReason:
+    try:
+        kind = ContentKind(facts.kind) if facts.kind is not None else None
+    except ValueError:
+        kind = None
+    if kind is None:
+        return RetentionReason.KIND_NOT_CLASSIFIED
+    age = utc(now) - utc(facts.created_at)
+    if age > timedelta(seconds=settings.ceiling_seconds):
+        return RetentionReason.CEILING
+    if age <= timedelta(seconds=settings.content_seconds[kind]):
+        return RetentionReason.WITHIN_RETENTION
+    if facts.send_pending:
+        return RetentionReason.SEND_PENDING
+    if facts.retain_until is not None and utc(facts.retain_until) > utc(now):
+        return RetentionReason.NOTICE_PENDING
+    return RetentionReason.EXPIRED
+
+
+def decide(
+    facts: RetentionFacts, now: datetime, settings: RetentionSettings = DEFAULT_SETTINGS
+) -> RetentionDecision:
+    """May this content be deleted at ``now``? The table in the module docstring, in its order.
+
+    ``hold_blocked`` is True when a hold is all that keeps it (the rules without the hold say delete).
+    """
+    reason = _without_hold(facts, settings, now)
+    if facts.under_hold:
+        return RetentionDecision(
+            Verdict.RETAIN,
+            RetentionReason.LEGAL_HOLD,
+            hold_blocked=VERDICT_OF_REASON[reason] is Verdict.DELETE,
+        )
+    return RetentionDecision(VERDICT_OF_REASON[reason], reason)
+
+
+def retain_until_write(
+    current: datetime | None, now: datetime, grace_seconds: int = budgets.RETENTION_NOTICE_GRACE_SECONDS
+) -> datetime | None:
+    """The ``retain_until`` the notice sweeper writes while a notice is undelivered, or None to skip.
+
+    Writes ``now + grace`` unless the stored value is already more than half the grace ahead (the rewrite
+    floor: a long outage must not rewrite one field on every pass). Never moves a value backwards. A write
+    that does not happen costs an extension, never data (spec/transactional.md §5).
+    """
+    target = utc(now) + timedelta(seconds=grace_seconds)
+    if current is not None and utc(current) - utc(now) > timedelta(seconds=grace_seconds / 2):
+        return None
+    if current is not None and utc(current) >= target:
+        return None
+    return target
+
+
+K = TypeVar("K")
+I = TypeVar("I")
+
+
+@dataclass(frozen=True)
+class Candidate(Generic[K, I]):
+    """One scanned row: its cursor key (the scan's sort key, e.g. ``(created_at, id)``), id and decision."""
+
+    key: K
+    row_id: I
+    decision: RetentionDecision
+
+
+@dataclass(frozen=True)
+class DeletionPage(Generic[K, I]):
+    """What one deletion pass does with a scanned page.
+
+    Attributes:
+        delete: ids to delete, at most ``batch_max``, in scan order.
+        hold_blocked: ids a hold kept (each audited ``hold.blocked``).
+        next_cursor: the key to scan after next time (past every row examined, retained ones included);
+            None when the scan reached the end, so the next pass starts from the oldest again.
+        examined: rows examined (deleted + retained), for metrics.
+    """
+
+    delete: tuple[I, ...]
+    hold_blocked: tuple[I, ...]
+    next_cursor: K | None
+    examined: int
+
+
+def page_deletions(
+    candidates: Sequence[Candidate[K, I]],
+    *,
+    scan_complete: bool,
+    batch_max: int = budgets.RETENTION_DELETE_BATCH_MAX,
+) -> DeletionPage[K, I]:
+    """Walk a scanned page in order, collecting up to ``batch_max`` deletions past retained rows.
+
+    Args:
+        candidates: the scan from the previous cursor, in key order (at most ``RETENTION_SCAN_WINDOW_MAX``).
+        scan_complete: True when the scan returned fewer rows than it asked for (the end was reached).
+        batch_max: deletions per pass.
+
+    The cursor moves past every examined row, retained or not, so fifty retained rows at the head never
+    stop row fifty-one from being deleted (seed 002: "a blocked head for an empty queue"). When the batch
+    fills, the cursor stops after the last deleted row and the rest is examined next pass.
+    """
+    delete: list[I] = []
+    blocked: list[I] = []
+    examined = 0
+    last_key: K | None = None
+    for candidate in candidates:
+        if len(delete) >= batch_max:
+            break
+        examined += 1
+        last_key = candidate.key
+        if candidate.decision.verdict is Verdict.DELETE:
+            delete.append(candidate.row_id)
+        elif candidate.decision.hold_blocked:
+            blocked.append(candidate.row_id)
+    reached_end = scan_complete and examined == len(candidates)
+    return DeletionPage(tuple(delete), tuple(blocked), None if reached_end else last_key, examined)
