@@ -274,3 +274,31 @@ async def test_success_without_an_email_id_is_not_called_handed_over(resend_serv
     outcome = await transport.submit(sub())
     await transport.aclose()
     assert (outcome.state, outcome.error_name) == (SubmitState.OUTCOME_UNKNOWN, "missing_id")
+
+
+async def test_connection_dropped_after_acceptance_is_outcome_unknown_then_dedups(resend_server) -> None:
+    emulator = resend_server()
+    emulator.add_fault(Fault(drop_after_accept=True))
+    transport = ResendTransport(emulator.base_url, "re_test_full")
+    first = await transport.submit(sub())
+    assert (first.state, first.error_name) == (SubmitState.OUTCOME_UNKNOWN, "disconnected")
+    retry = await transport.submit(sub())
+    await transport.aclose()
+    assert retry.state is SubmitState.HANDED_OVER
+    assert list(emulator.emails) == [retry.transport_message_id]
+
+
+async def test_same_key_while_the_first_is_in_flight_is_outcome_unknown(resend_server) -> None:
+    import asyncio
+
+    emulator = resend_server()
+    emulator.add_fault(Fault(hold_before_accept=0.8))
+    transport = ResendTransport(emulator.base_url, "re_test_full", fetch_message_id=False)
+    slow = asyncio.create_task(transport.submit(sub()))
+    await asyncio.sleep(0.3)
+    concurrent = await transport.submit(sub())
+    first = await slow
+    await transport.aclose()
+    assert (concurrent.state, concurrent.error_code, concurrent.error_name) == (
+        SubmitState.OUTCOME_UNKNOWN, 409, "concurrent_idempotent_requests")
+    assert first.state is SubmitState.HANDED_OVER and len(emulator.emails) == 1

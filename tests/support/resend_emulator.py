@@ -11,8 +11,8 @@ shape (2); rate-limit headers on every response and ``retry-after`` on 429 (3); 
 verified sender domains (8); custom headers and the Message-ID replace/keep switch (9); batch (10, strict
 and permissive); ``Idempotency-Key`` (11) with replay, 409s, the 24 h window and the store-errors switch;
 a fixed one-second rate limiter (12); daily/monthly quotas with a UTC clock (13); quota headers with
-forced values (14); fault injection (15): scripted statuses, empty/HTML bodies, and a delay after the
-email was stored; ``GET /emails/{id}``, ``GET /emails`` and cancel (16); a request log (21). Webhook sending
+forced values (14); fault injection (15): scripted statuses, empty/HTML bodies, a delay after the email
+was stored, a connection dropped after it was stored, and a request held in flight; ``GET /emails/{id}``, ``GET /emails`` and cancel (16); a request log (21). Webhook sending
 (17–20) is not implemented: tests sign payloads themselves.
 """
 
@@ -53,6 +53,11 @@ class Fault:
         content_type: the content type of ``body``.
         delay_after_accept: seconds to wait after the email was stored and its idempotent response
             recorded, before answering (the "accepted, but the client timed out" case).
+        hold_before_accept: seconds the request stays in flight (its idempotency key registered, nothing
+            stored yet) before it is processed; a second request with the key meanwhile gets 409
+            ``concurrent_idempotent_requests``.
+        drop_after_accept: store the email and record its idempotent response, then send the response
+            headers and close the connection without the body (the client sees a dropped connection).
         times: how many requests this fault applies to.
     """
 
@@ -62,7 +67,29 @@ class Fault:
     body: bytes | None = None
     content_type: str = "text/html"
     delay_after_accept: float = 0.0
+    hold_before_accept: float = 0.0
+    drop_after_accept: bool = False
     times: int = 1
+
+
+class _DropAfterHeaders(Response):
+    """Sends the status line and headers of ``inner``, then aborts the connection before the body."""
+
+    def __init__(self, inner: Response) -> None:
+        super().__init__(inner.body, inner.status_code, media_type="application/json; charset=utf-8")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        # An exception after the response started makes uvicorn close the connection mid-response.
+        raise ConnectionAbortedError("fault: dropped after accepting")
+
+
+@dataclass
+class _Hold:
+    """A request parked in flight; ``resume`` processes it after ``seconds``."""
+
+    seconds: float
+    resume: Callable[[], tuple[Response, float]]
 
 
 @dataclass
@@ -189,7 +216,12 @@ class ResendEmulator:
             entry = LoggedRequest(request.method, "/" + path, {k.lower(): v for k, v in request.headers.items()}, raw)
             with self._lock:
                 self.requests.append(entry)
-            response, delay = self._dispatch(entry, routes)
+            result, delay = self._dispatch(entry, routes)
+            if isinstance(result, _Hold):
+                await asyncio.sleep(result.seconds)
+                with self._lock:
+                    result, delay = result.resume()
+            response = result
             entry.status = response.status_code
             entry.response_body = bytes(response.body)
             if delay:
@@ -198,7 +230,7 @@ class ResendEmulator:
 
         return app
 
-    def _dispatch(self, req: LoggedRequest, routes: dict[str, set[str]]) -> tuple[Response, float]:
+    def _dispatch(self, req: LoggedRequest, routes: dict[str, set[str]]) -> tuple[Response | _Hold, float]:
         with self._lock:
             rate = self._rate_headers_and_count()
             allowed = next((methods for pattern, methods in routes.items() if re.match(pattern, req.path)), None)
@@ -265,7 +297,7 @@ class ResendEmulator:
             return self._error(401, "restricted_api_key", "This API key is restricted to only send emails.", rate)
         return None
 
-    def _send(self, req: LoggedRequest, rate: dict[str, str]) -> tuple[Response, float]:
+    def _send(self, req: LoggedRequest, rate: dict[str, str]) -> tuple[Response | _Hold, float]:
         now = self.clock()
         key = req.headers.get("idempotency-key")
         if key is not None and not 1 <= len(key) <= 256:
@@ -296,17 +328,26 @@ class ResendEmulator:
                 return Response(entry.body, entry.status, headers=rate,
                                 media_type="application/json; charset=utf-8"), 0
             self._idem[idem_key] = _IdemEntry(first_at=now, fingerprint=fingerprint)
-        response, delay = self._send_fresh(req.path, parsed, req.headers, rate, now)
-        if idem_key is not None:
-            entry = self._idem[idem_key]
-            if 200 <= response.status_code < 300 or self.config.idempotency_store_errors:
-                entry.done, entry.status, entry.body = True, response.status_code, bytes(response.body)
-            else:
-                del self._idem[idem_key]
-        return response, delay
 
-    def _take_fault(self, first_to: str | None) -> Fault | None:
+        def process() -> tuple[Response, float]:
+            response, delay = self._send_fresh(req.path, parsed, req.headers, rate, now)
+            if idem_key is not None:
+                entry = self._idem[idem_key]
+                if 200 <= response.status_code < 300 or self.config.idempotency_store_errors:
+                    entry.done, entry.status, entry.body = True, response.status_code, bytes(response.body)
+                else:
+                    del self._idem[idem_key]
+            return response, delay
+
+        hold = self._take_fault(_first_to(req.path, parsed), hold=True)
+        if hold is not None:
+            return _Hold(hold.hold_before_accept, process), 0
+        return process()
+
+    def _take_fault(self, first_to: str | None, hold: bool = False) -> Fault | None:
         for fault in self.faults:
+            if (fault.hold_before_accept > 0) != hold:
+                continue
             if fault.times > 0 and (fault.recipient is None or fault.recipient == first_to):
                 fault.times -= 1
                 if fault.times == 0:
@@ -317,11 +358,7 @@ class ResendEmulator:
     def _send_fresh(self, path: str, parsed: Any, headers: dict[str, str], rate: dict[str, str],
                     now: datetime) -> tuple[Response, float]:
         items = parsed if path == "/emails/batch" else [parsed]
-        first_to = None
-        if items and isinstance(items[0], dict):
-            to = items[0].get("to")
-            first_to = to[0] if isinstance(to, list) and to else to if isinstance(to, str) else None
-        fault = self._take_fault(first_to)
+        fault = self._take_fault(_first_to(path, parsed))
         if fault is not None and fault.status is not None:
             if fault.body is not None:
                 return Response(fault.body, fault.status, headers=rate, media_type=fault.content_type), 0
@@ -354,7 +391,10 @@ class ResendEmulator:
         quota = self._quota_headers(0 if self.config.quota_count_includes_current else count)
         delay = fault.delay_after_accept if fault is not None else 0.0
         if path == "/emails":
-            return self._json(200, {"id": ids[0]}, rate | quota), delay
+            accepted = self._json(200, {"id": ids[0]}, rate | quota)
+            if fault is not None and fault.drop_after_accept:
+                return _DropAfterHeaders(accepted), delay
+            return accepted, delay
         body: dict[str, Any] = {"data": [{"id": i} for i in ids]}
         if errors:
             body["errors"] = errors
@@ -457,6 +497,14 @@ class ResendEmulator:
 
     def _error(self, status: int, name: str, message: str, headers: dict[str, str]) -> Response:
         return self._json(status, {"statusCode": status, "message": message, "name": name}, headers)
+
+
+def _first_to(path: str, parsed: Any) -> str | None:
+    first = parsed[0] if path == "/emails/batch" and isinstance(parsed, list) and parsed else parsed
+    to = first.get("to") if isinstance(first, dict) else None
+    if isinstance(to, list) and to and isinstance(to[0], str):
+        return to[0]
+    return to if isinstance(to, str) else None
 
 
 def _as_list(value: Any) -> list[Any]:

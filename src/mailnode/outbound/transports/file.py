@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 from pathlib import Path
 
 from mailnode import budgets
@@ -76,7 +77,8 @@ class FileTransport:
 
 def _write_atomically(directory: Path, name: str, data: bytes) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".{name}.{os.getpid()}.tmp"
+    # A unique temporary name, so two writers of the same copy never share a half-written file.
+    tmp = directory / f".{name}.{secrets.token_hex(8)}.tmp"
     try:
         with open(tmp, "wb") as fh:
             fh.write(data)
