@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
-
-# ``tests`` is a namespace directory shared with other packages' tests; the repository root on the path
-# makes ``tests.support`` importable however pytest chose its rootdir.
-_ROOT = Path(__file__).resolve().parents[2]
-if str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
 
 from mailnode.outbound.render import OutboundMessage, make_message_id, render
 from mailnode.outbound.transports.base import Submission

@@ -24,7 +24,7 @@ class Clock:
 
 
 @pytest.fixture
-async def api(resend_server: Callable[..., ResendEmulator]) -> AsyncIterator[Callable[..., object]]:
+async def emulator_api(resend_server: Callable[..., ResendEmulator]) -> AsyncIterator[Callable[..., object]]:
     clients: list[httpx.AsyncClient] = []
 
     def make(config: EmulatorConfig | None = None, clock: Clock | None = None):  # type: ignore[no-untyped-def]
@@ -58,8 +58,8 @@ def body(**overrides: object) -> bytes:
         ({"tags": [{"name": "bad tag", "value": "x"}]}, 422, "validation_error", "tags"),
     ],
 )
-async def test_validation_errors_by_name(api, overrides: dict, status: int, name: str, needle: str) -> None:
-    emulator, client = api()
+async def test_validation_errors_by_name(emulator_api, overrides: dict, status: int, name: str, needle: str) -> None:
+    emulator, client = emulator_api()
     payload = {**EMAIL, **{k: v for k, v in overrides.items() if not k.startswith("_")}}
     payload = {k: v for k, v in payload.items() if v is not None}
     response = await client.post("/emails", json=payload)
@@ -70,9 +70,9 @@ async def test_validation_errors_by_name(api, overrides: dict, status: int, name
     assert emulator.emails == {}
 
 
-async def test_idempotency_replay_conflict_and_window(api) -> None:
+async def test_idempotency_replay_conflict_and_window(emulator_api) -> None:
     clock = Clock()
-    emulator, client = api(clock=clock)
+    emulator, client = emulator_api(clock=clock)
     first = await client.post("/emails", content=body(), headers={"Idempotency-Key": "k/1"})
     replay = await client.post("/emails", content=body(), headers={"Idempotency-Key": "k/1"})
     assert replay.content == first.content and len(emulator.emails) == 1
@@ -86,8 +86,8 @@ async def test_idempotency_replay_conflict_and_window(api) -> None:
         assert (refused.status_code, refused.json()["name"]) == (400, "invalid_idempotency_key")
 
 
-async def test_errors_release_the_key_unless_told_to_store_them(api) -> None:
-    emulator, client = api(EmulatorConfig(daily_limit=0))
+async def test_errors_release_the_key_unless_told_to_store_them(emulator_api) -> None:
+    emulator, client = emulator_api(EmulatorConfig(daily_limit=0))
     refused = await client.post("/emails", content=body(), headers={"Idempotency-Key": "k/2"})
     assert refused.json()["name"] == "daily_quota_exceeded"
     emulator.config.daily_limit = 5
@@ -95,9 +95,9 @@ async def test_errors_release_the_key_unless_told_to_store_them(api) -> None:
     assert accepted.status_code == 200
 
 
-async def test_daily_quota_resets_at_utc_midnight_and_headers_count_the_request(api) -> None:
+async def test_daily_quota_resets_at_utc_midnight_and_headers_count_the_request(emulator_api) -> None:
     clock = Clock()
-    _emulator, client = api(EmulatorConfig(daily_limit=2), clock)
+    _emulator, client = emulator_api(EmulatorConfig(daily_limit=2), clock)
     a = await client.post("/emails", content=body())
     b = await client.post("/emails", content=body(cc=["c@example.test"]))
     assert a.headers["x-resend-daily-quota"] == "1" and b.status_code == 429
@@ -108,8 +108,8 @@ async def test_daily_quota_resets_at_utc_midnight_and_headers_count_the_request(
     assert c.headers["x-resend-monthly-quota"] == "1"
 
 
-async def test_keys_and_permissions(api) -> None:
-    _emulator, client = api(EmulatorConfig(api_keys={"re_full": "full_access", "re_send": "sending_access"}))
+async def test_keys_and_permissions(emulator_api) -> None:
+    _emulator, client = emulator_api(EmulatorConfig(api_keys={"re_full": "full_access", "re_send": "sending_access"}))
     missing = await client.post("/emails", content=body(), headers={"Authorization": "Basic x"})
     unknown = await client.post("/emails", content=body(), headers={"Authorization": "Bearer re_nope"})
     unknown_get = await client.get("/emails", headers={"Authorization": "Bearer re_nope"})
@@ -125,14 +125,14 @@ async def test_keys_and_permissions(api) -> None:
     assert email["message_id"].startswith("<") and email["created_at"].endswith("+00")
 
 
-async def test_custom_message_id_is_replaced_by_default(api) -> None:
-    emulator, client = api()
+async def test_custom_message_id_is_replaced_by_default(emulator_api) -> None:
+    emulator, client = emulator_api()
     response = await client.post("/emails", content=body(headers={"Message-ID": "<mine@acme.test>"}))
     assert emulator.emails[response.json()["id"]]["message_id"] != "<mine@acme.test>"
 
 
-async def test_batch_strict_and_permissive(api) -> None:
-    emulator, client = api()
+async def test_batch_strict_and_permissive(emulator_api) -> None:
+    emulator, client = emulator_api()
     items = [EMAIL, {**EMAIL, "from": "nobody"}]
     strict = await client.post("/emails/batch", json=items)
     assert strict.status_code == 422 and emulator.emails == {}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,9 @@ from mailnode.outbound.webhooks import (
     parse_event,
     verify_resend_webhook,
 )
+from tests.corpus import corpus
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "webhooks"
+CORPUS = corpus() / "webhooks"
 SECRET = "whsec_" + base64.b64encode(b"mailnode-test-secret-0123456789ab").decode()
 OTHER_SECRET = "whsec_" + base64.b64encode(b"someone-else-secret-0123456789ab").decode()
 
