@@ -169,6 +169,9 @@ class ResendEmulator:
         """Serve on a free loopback port in a background thread; returns once it accepts connections."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit TCP_NODELAY on Linux; without it a kept-alive connection waits
+        # ~40 ms per response (Nagle against the client's delayed ACK).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
