@@ -71,6 +71,18 @@ DISPATCH_BATCH_MAX = 20
 DISPATCH_SWEEP_INTERVAL_SECONDS = 5
 #: A claim's lease: after this a claimed send whose worker died is recovered (sized; spec/transactional.md §3).
 DISPATCH_LEASE_SECONDS = 300
+#: A throttled send comes round again after BASE * 2^(attempts - 1) seconds, at most MAX, or later when the
+#: transport said so (retry-after). Sized: a smarthost's 4xx usually clears within minutes.
+DISPATCH_BACKOFF_BASE_SECONDS = 30
+DISPATCH_BACKOFF_MAX_SECONDS = 3600
+#: Distinct recipients one send may carry (sized: correspondence, not a list server; the reference has none).
+SEND_RECIPIENTS_MAX = 100
+#: Statement budget of a seal with no policies (reference: 12 subrequests; measured here by
+#: tests/outbound_db/test_budgets.py, a new conversation: 8).
+SEAL_MAX_STATEMENTS = 12
+#: Statement budget of dispatching one send to one recipient (reference: 17; measured here by
+#: tests/outbound_db/test_budgets.py: 10).
+DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS = 17
 #: Transports: recipients per submission. One envelope (or one provider request) per recipient, so Bcc
 #: stays correct and every recipient row has its own idempotency key (spec/outbound.md Part A 4).
 TRANSPORT_RECIPIENTS_PER_SUBMISSION = 1

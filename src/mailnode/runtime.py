@@ -19,7 +19,7 @@ from mailnode.errors import MailnodeError
 from mailnode.node import Node
 
 #: Modules that declare DBOS workflows; imported before launch so recovery finds every workflow.
-WORKFLOW_MODULES = ("mailnode.ingress.workflows",)
+WORKFLOW_MODULES = ("mailnode.ingress.workflows", "mailnode.outbound.workflows")
 
 _lock = threading.Lock()
 _node: Node | None = None

@@ -21,6 +21,7 @@ from mailnode.errors import invalid
 from mailnode.ingress import workflows
 from mailnode.ingress.smtp import start_listener
 from mailnode.node import Node
+from mailnode.outbound import workflows as outbound_workflows
 
 log = logging.getLogger("mailnode.server")
 
@@ -30,10 +31,12 @@ def run_server(settings: Settings) -> None:
     host, port = settings.http_hostport
     settings.smtp_hostport  # validate before anything starts
     every_seconds_cron(settings.materialise_scan_interval_seconds, "materialise_scan_interval_seconds")
+    every_seconds_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with ExitStack() as stack:
         node = Node.open(settings)
         stack.callback(node.close)
+        outbound_workflows.recover_own_claims(node)
         runtime.launch(node)
         stack.callback(runtime.shutdown)
         apply_schedules(settings)
@@ -81,4 +84,6 @@ def apply_schedules(settings: Settings) -> None:
         {"schedule_name": "materialise-scan", "workflow_fn": workflows.scheduled_scan,
          "schedule": every_seconds_cron(settings.materialise_scan_interval_seconds,
                                         "materialise_scan_interval_seconds")},
+        {"schedule_name": "dispatch-sweep", "workflow_fn": outbound_workflows.scheduled_sweep,
+         "schedule": every_seconds_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")},
     ])

@@ -3,7 +3,12 @@
 Vocabularies (spec/outbound.md §1.2–§1.3, §2): a manifest's ``state`` is one of ``outbound.states.SendState``;
 a recipient's ``delivery_state`` is NULL (unobserved) or ``accepted | bounced | deferred | failed | rejected``.
 ``send_recipient_events`` keeps every provider event and inbound delivery report, attributed
-(``manifest_id`` set) or not (NULL); only attributed rows are ever counted by a breaker.
+(``manifest_id`` set) or not (NULL); only attributed rows are ever counted by a breaker. ``drafts`` holds
+unsealed compositions: one per (author, reply parent), read and edited only by their author.
+
+A claim (``outbound.dispatch``) writes ``claim_token`` (``<executor id>/<ulid>``) and ``lease_until``;
+every write that completes a claim is guarded by the token, so a worker whose lease was recovered
+cannot overwrite what its successor did.
 """
 
 from __future__ import annotations
@@ -48,7 +53,9 @@ send_manifests = Table(
     Column("policy_versions", JSONText, nullable=True),
     Column("resend_of", String(40), nullable=True),
     Column("idempotency_key", Text, nullable=True),
+    Column("claim_token", String(120), nullable=True),
     Index("ix_send_manifests_due", "state", "release_at"),
+    Index("ix_send_manifests_lease", "state", "lease_until"),
     Index("ix_send_manifests_mailbox", "mailbox_id", "id"),
     Index("uq_send_manifests_idempotency", "org_id", "author_id", "idempotency_key", unique=True,
           sqlite_where=text("idempotency_key IS NOT NULL"), postgresql_where=text("idempotency_key IS NOT NULL")),
@@ -102,4 +109,24 @@ send_recipient_events = Table(
     Index("uq_send_recipient_events_source", "source", "source_event_id", unique=True),
     Index("ix_send_recipient_events_attributed", "org_id", "event_type", "received_at"),
     Index("ix_send_recipient_events_manifest", "manifest_id"),
+)
+
+drafts = Table(
+    "drafts",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("mailbox_id", String(40), ForeignKey("mailboxes.id"), nullable=False),
+    Column("author_id", String(40), nullable=False),
+    #: The message this draft answers; NULL for a new conversation (any number of those per author).
+    Column("in_reply_to_message_id", String(40), nullable=True),
+    Column("to_addresses", JSONText, nullable=False),
+    Column("cc_addresses", JSONText, nullable=False),
+    Column("bcc_addresses", JSONText, nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("uq_drafts_author_parent", "author_id", "in_reply_to_message_id", unique=True),
+    Index("ix_drafts_author", "org_id", "author_id", "id"),
 )

@@ -1,0 +1,78 @@
+"""Routes for drafts: ``POST/GET /api/drafts``, ``GET/PUT/DELETE /api/drafts/{id}`` (the author only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.models import Strict
+from mailnode.outbound import drafts
+
+router = APIRouter(prefix="/api/drafts", tags=["drafts"])
+
+
+class DraftIn(Strict):
+    """A new draft: its mailbox, the message it answers (optional), recipients, subject and body."""
+
+    mailbox_id: str
+    in_reply_to_message_id: str | None = None
+    to: list[str] = []
+    cc: list[str] = []
+    bcc: list[str] = []
+    subject: str = ""
+    body: str = ""
+
+
+class DraftPatch(Strict):
+    """The fields of a draft to replace; absent fields stay as they are."""
+
+    to: list[str] | None = None
+    cc: list[str] | None = None
+    bcc: list[str] | None = None
+    subject: str | None = None
+    body: str | None = None
+
+
+@router.post("", status_code=201)
+def create(body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Save a draft (``send.propose`` on its mailbox; one per reply parent)."""
+    with node.begin() as conn:
+        return {"draft": drafts.create(conn, org_id=caller.org_id, author_id=caller.principal_id,
+                                       at=node.clock.now(), mailbox_id=body.mailbox_id,
+                                       in_reply_to_message_id=body.in_reply_to_message_id, to=body.to, cc=body.cc,
+                                       bcc=body.bcc, subject=body.subject, body=body.body)}
+
+
+@router.get("")
+def list_(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+    """The caller's drafts."""
+    with node.read() as conn:
+        return paged("drafts", drafts.list_(conn, org_id=caller.org_id, author_id=caller.principal_id,
+                                            limit=page.limit, cursor=page.cursor), page)
+
+
+@router.get("/{draft_id}")
+def get(draft_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """One of the caller's drafts."""
+    with node.read() as conn:
+        return {"draft": drafts.get(conn, org_id=caller.org_id, author_id=caller.principal_id, draft_id=draft_id)}
+
+
+@router.put("/{draft_id}")
+def edit(draft_id: str, body: DraftPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Replace the fields given."""
+    values = {k: getattr(body, k) for k in body.model_fields_set}
+    with node.begin() as conn:
+        return {"draft": drafts.edit(conn, org_id=caller.org_id, author_id=caller.principal_id, at=node.clock.now(),
+                                     draft_id=draft_id, **values)}
+
+
+@router.delete("/{draft_id}")
+def remove(draft_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Delete one of the caller's drafts."""
+    with node.begin() as conn:
+        drafts.remove(conn, org_id=caller.org_id, author_id=caller.principal_id, at=node.clock.now(),
+                      draft_id=draft_id)
+    return {"deleted": draft_id}

@@ -1,0 +1,96 @@
+"""``mailnode send``: seal a send from the command line through the same seal the API uses.
+
+Acts locally on the data directory (like ``mailnode mailbox create``) as a person of the organisation:
+``--as`` names a user by id or address, by default the first administrator. The seal's checks all
+apply (the user needs ``send.propose`` on the mailbox). The serving node's sweep hands the send over
+after the hold window; this command starts no durable executor.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from mailnode.errors import MailnodeError
+
+if TYPE_CHECKING:
+    from mailnode.node import Node
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``send`` command to ``app`` (the ``mailnode`` Typer application)."""
+
+    @app.command("send")
+    def send(
+        mailbox: Annotated[str, typer.Option(help="The sending mailbox's address (From).")],
+        to: Annotated[list[str], typer.Option(help="A recipient address (repeatable).")],
+        subject: Annotated[str, typer.Option(help="The Subject.")],
+        body: Annotated[Optional[str], typer.Option(help="The plain-text body.")] = None,
+        body_file: Annotated[Optional[Path], typer.Option(help="Read the body from this UTF-8 file.",
+                                                          exists=True, dir_okay=False)] = None,
+        cc: Annotated[Optional[list[str]], typer.Option(help="A Cc address (repeatable).")] = None,
+        bcc: Annotated[Optional[list[str]], typer.Option(help="A Bcc address (repeatable).")] = None,
+        as_user: Annotated[Optional[str], typer.Option("--as", help="User id or address (default: the first "
+                                                       "administrator).")] = None,
+        data_dir: Annotated[Optional[Path], typer.Option("--data-dir", envvar="MAILNODE_DATA_DIR",
+                                                         help="The node's data directory.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ) -> None:
+        """Seal a send (exactly one of --body and --body-file); it leaves after the mailbox's hold window."""
+        from mailnode.cli import _fail, _open, _require_org, out
+
+        try:
+            if (body is None) == (body_file is None):
+                raise MailnodeError(code="E_BODY_REQUIRED", what="Give exactly one of --body and --body-file.",
+                                    why="The send needs one body.", fix="mailnode send ... --body 'text'",
+                                    status=422)
+            text = body if body is not None else Path(body_file or "").read_text(encoding="utf-8")
+            node = _open(data_dir)
+            try:
+                org_id = _require_org(node)
+                sealed = seal_locally(node, org_id, mailbox=mailbox, to=to, cc=cc or [], bcc=bcc or [],
+                                      subject=subject, body=text, as_user=as_user)
+            finally:
+                node.close()
+        except MailnodeError as exc:
+            _fail(exc)
+            return
+        if as_json:
+            print(json.dumps({"send": sealed}))
+        else:
+            out.print(f"send {sealed['id']}  {sealed['state']}  release at {sealed['release_at']}")
+
+
+def seal_locally(node: Node, org_id: str, *, mailbox: str, to: list[str], cc: list[str], bcc: list[str],
+                 subject: str, body: str, as_user: str | None) -> dict[str, object]:
+    """Resolve the mailbox address and the acting user, then ``seal``; returns the sealed send's JSON.
+
+    Raises ``E_NO_SUCH_MAILBOX`` (404) for an address of no mailbox, ``E_NO_SUCH_USER`` (404), and the
+    seal's codes.
+    """
+    from sqlalchemy import func, select
+
+    from mailnode.directory.tables import relationship_tuples, users
+    from mailnode.mail.mailboxes import mailbox_by_address, no_such_mailbox
+    from mailnode.outbound.seal import SealRequest, seal
+
+    with node.read() as conn:
+        hit = mailbox_by_address(conn, mailbox)
+        if hit is None or hit.org_id != org_id:
+            raise no_such_mailbox(mailbox)
+        q = select(users).where(users.c.org_id == org_id)
+        if as_user:
+            q = q.where((users.c.id == as_user) | (func.lower(users.c.email) == as_user.lower()))
+        else:
+            q = (q.join(relationship_tuples, relationship_tuples.c.subject_id == users.c.id)
+                 .where(relationship_tuples.c.relation == "org.admin").order_by(users.c.id))
+        user = conn.execute(q.limit(1)).first()
+    if user is None:
+        raise MailnodeError(code="E_NO_SUCH_USER", what=f"No user {as_user!r}.", why="No user has that id or address.",
+                            fix="List users with GET /api/users.", status=404)
+    sealed = seal(node, org_id=org_id, author_id=user.id, request=SealRequest(
+        mailbox_id=hit.mailbox_id, to=to, cc=cc, bcc=bcc, subject=subject, body=body))
+    return sealed.to_json()

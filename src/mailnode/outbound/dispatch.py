@@ -1,0 +1,332 @@
+"""Dispatch: recheck, claim, submit once per recipient, record; and recovery of lapsed claims.
+
+``dispatch_one`` moves one send, in this order (spec/outbound.md §1.7; issue 4):
+1. read it under ``movable_now`` (``outbound.movable``; nothing else decides what may move);
+2. recheck: the author still holds ``send.propose`` (else ``withheld/authority_lost``), the sealed bytes
+   are still in the evidence store unaltered (else ``withheld/evidence_changed``); a refusal spends no
+   attempt (later issues add their rechecks here, before the claim);
+3. claim: one conditional update to ``outcome_unknown`` (attempts + 1, a lease, ``state_reason`` cleared,
+   ``first_attempt_at`` set once and never moved, a claim token); losing the race is not an error;
+4. per recipient that ``states.recipient_submittable`` allows: mark the row ``outcome_unknown`` (attempts
+   + 1) *before* handing it to the transport, submit (SMTP: the VERP return path of that row), record
+   the outcome. A row left ``outcome_unknown`` therefore means "may have left" and is never submitted
+   again under a key the transport does not deduplicate;
+5. the manifest's aggregate (``states.aggregate``) with ``send.<state>`` in the audit trail, guarded by
+   the claim token. ``throttled`` comes round again after a back-off (``release_at``).
+
+A transport that raises is recorded: that recipient stays ``outcome_unknown`` with the exception as its
+``last_error``, the send ends ``outcome_unknown`` with the cause, and the traceback is logged; no further
+recipient of that send is attempted in the pass.
+
+``recover_claims`` finds claims whose lease expired (or, at start-up, claims made under this process's
+own executor id, whose holder is necessarily dead) and resolves them (spec/transactional.md §3): a send
+with a recipient that provably never left (or may be re-driven under an open dedup window) goes back to
+``held``; otherwise it takes its recipients' aggregate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, or_, select, update
+from ulid import ULID
+
+from mailnode import audit, budgets
+from mailnode.authz import holds
+from mailnode.errors import MailnodeError
+from mailnode.ingress.routing import bounce_domain_for, verp_address
+from mailnode.node import Node
+from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
+from mailnode.outbound.states import (
+    REASON_WORDS,
+    SendState,
+    StateReason,
+    aggregate,
+    recipient_submittable,
+)
+from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.outbound.transports import Submission, SubmitOutcome, SubmitState, Transport, make_transport
+from mailnode.outbound.transports.base import TransportCapabilities
+
+log = logging.getLogger("mailnode.dispatch")
+
+#: Audit outcome of ``send.<state>`` by the state a dispatch ends in.
+_AUDIT_OUTCOME: dict[SendState, Any] = {
+    SendState.HANDED_OVER: "ok",
+    SendState.OUTCOME_UNKNOWN: "failed",
+    SendState.THROTTLED: "refused",
+    SendState.REFUSED: "refused",
+    SendState.SUPPRESSED: "refused",
+}
+#: Recipient states a withholding moves to ``withheld`` (rows that never left).
+_NOT_YET_LEFT = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value)
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    """What ``dispatch_one`` did: ``state`` is the send's state afterwards, or None when it did not move it."""
+
+    manifest_id: str
+    state: str | None
+    detail: str = ""
+
+
+@dataclass
+class SweepReport:
+    """One sweep: claims recovered, and each send it tried."""
+
+    recovered: int = 0
+    results: list[DispatchResult] = field(default_factory=list)
+
+
+def dedup_window_open(caps: TransportCapabilities, first_attempt_at: datetime | None, now: datetime) -> bool:
+    """True when the transport deduplicates a repeated key and its window, measured from the first
+    attempt (which never moves), has not closed (spec/outbound.md Part A 6)."""
+    window = caps.idempotency_window_seconds
+    if window is None:
+        return False
+    start = first_attempt_at or now
+    return now < start + timedelta(seconds=window)
+
+
+def backoff_seconds(attempts: int, retry_after: float | None) -> float:
+    """Seconds before a throttled send comes round: BASE * 2^(attempts-1), capped, or the transport's ask."""
+    base = min(budgets.DISPATCH_BACKOFF_MAX_SECONDS,
+               budgets.DISPATCH_BACKOFF_BASE_SECONDS * 2 ** max(0, min(attempts - 1, 20)))
+    return max(float(base), retry_after or 0.0)
+
+
+def withhold(conn: Connection, row: Any, reason: StateReason, now: datetime, detail: str = "") -> bool:
+    """Withhold a movable send (guarded by ``movable_now``); recipients that never left follow it.
+
+    Returns False when the send was no longer movable (someone else moved it). Audits ``send.withheld``.
+    """
+    done = conn.execute(update(send_manifests)
+                        .where(send_manifests.c.id == row.id, movable_now_sql(now))
+                        .values(state=SendState.WITHHELD.value, state_reason=reason.value, state_at=now,
+                                last_error=detail or REASON_WORDS[reason]))
+    if done.rowcount != 1:
+        return False
+    conn.execute(update(send_recipients)
+                 .where(send_recipients.c.manifest_id == row.id, send_recipients.c.submission_state.in_(_NOT_YET_LEFT))
+                 .values(submission_state=SendState.WITHHELD.value, submission_state_at=now))
+    audit.append(conn, org_id=row.org_id, at=now, action="send.withheld", actor_id=None, subject=row.id,
+                 outcome="refused", detail={"reason": reason.value, "evidence": detail[:300]})
+    return True
+
+
+def _submission(row: Any, rec: Any, rendered: bytes, text: str, bounce_domain: str) -> Submission:
+    headers: list[tuple[str, str]] = []
+    if row.in_reply_to_header:
+        headers.append(("In-Reply-To", row.in_reply_to_header))
+    if row.references_header:
+        headers.append(("References", row.references_header))
+    if row.auto_submitted:
+        headers.append(("Auto-Submitted", row.auto_submitted))
+    return Submission(
+        manifest_id=row.id, recipient_id=rec.id, recipient=rec.address,
+        envelope_from=verp_address(rec.id, bounce_domain), rendered=rendered,
+        message_id=f"<{row.rfc_message_id}>", from_header=row.envelope_from, to=tuple(row.to_addresses),
+        cc=tuple(row.cc_addresses), bcc=tuple(row.bcc_addresses), subject=row.subject, text=text,
+        headers=tuple(headers),
+    )
+
+
+async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, executor_id: str = "local",
+                       lease_seconds: float = budgets.DISPATCH_LEASE_SECONDS) -> DispatchResult:
+    """Dispatch one send if it is movable now; see the module docstring for the order of steps.
+
+    Never raises for a transport's failure (it becomes the recorded state); raises a database error
+    or ``MailnodeError`` from the audit trail (nothing of that step committed).
+    """
+    now = node.clock.now()
+    token = f"{executor_id}/{ULID()}"
+    caps = transport.capabilities
+    with node.begin() as conn:
+        row = conn.execute(select(send_manifests).where(send_manifests.c.id == manifest_id,
+                                                        movable_now_sql(now))).first()
+        if row is None:
+            return DispatchResult(manifest_id, None, "not movable now")
+        if not holds(conn, row.org_id, row.author_id, "send.propose", "mailbox", row.mailbox_id):
+            withhold(conn, row, StateReason.AUTHORITY_LOST, now,
+                     f"{row.author_id} no longer holds send.propose on {row.mailbox_id}.")
+            return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.AUTHORITY_LOST.value)
+        try:
+            rendered = node.evidence.get(row.rendered_sha256)
+            text = node.evidence.get(row.body_typed_sha256).decode("utf-8")
+        except MailnodeError as exc:
+            withhold(conn, row, StateReason.EVIDENCE_CHANGED, now, exc.render())
+            log.error("send.evidence_changed manifest=%s %s", manifest_id, exc.code)
+            return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.EVIDENCE_CHANGED.value)
+        attempts = int(row.attempts) + 1
+        first_attempt = row.first_attempt_at or now
+        claimed = conn.execute(update(send_manifests)
+                               .where(send_manifests.c.id == manifest_id, movable_now_sql(now))
+                               .values(state=SendState.OUTCOME_UNKNOWN.value, state_at=now, state_reason=None,
+                                       attempts=attempts, first_attempt_at=first_attempt,
+                                       lease_until=now + timedelta(seconds=lease_seconds), claim_token=token))
+        if claimed.rowcount != 1:
+            return DispatchResult(manifest_id, None, "claimed by another worker")
+        recipients = conn.execute(select(send_recipients).where(send_recipients.c.manifest_id == manifest_id)
+                                  .order_by(send_recipients.c.kind, send_recipients.c.address)).all()
+        bounce = bounce_domain_for(conn, row.org_id, node.settings.bounce_domain)
+    bounce = bounce or row.envelope_from.rpartition("@")[2]
+    dedup_open = dedup_window_open(caps, first_attempt, now)
+    final: dict[str, str] = {r.id: r.submission_state for r in recipients}
+    errors: list[str] = []
+    retry_after: float | None = None
+    for rec in recipients:
+        if not recipient_submittable(rec.submission_state, dedup_window_open=dedup_open):
+            continue
+        with node.begin() as conn:
+            marked = conn.execute(update(send_recipients)
+                                  .where(send_recipients.c.id == rec.id,
+                                         send_recipients.c.submission_state == rec.submission_state)
+                                  .values(submission_state=SendState.OUTCOME_UNKNOWN.value,
+                                          submission_state_at=node.clock.now(),
+                                          attempts=send_recipients.c.attempts + 1))
+        if marked.rowcount != 1:
+            continue
+        final[rec.id] = SendState.OUTCOME_UNKNOWN.value
+        raised = False
+        try:
+            outcome = await transport.submit(_submission(row, rec, rendered, text, bounce))
+        except Exception as exc:  # noqa: BLE001 - recorded as the recipient's visible state, traceback logged
+            log.exception("send.transport_raised manifest=%s recipient=%s", manifest_id, rec.id)
+            outcome = SubmitOutcome(state=SubmitState.OUTCOME_UNKNOWN, error_name="transport_raised",
+                                    detail=f"the transport raised {type(exc).__name__}: {exc}")
+            raised = True
+        state = outcome.state.value
+        error = None if outcome.state is SubmitState.HANDED_OVER else (outcome.detail or outcome.error_name or state)
+        with node.begin() as conn:
+            conn.execute(update(send_recipients).where(send_recipients.c.id == rec.id).values(
+                submission_state=state, submission_state_at=node.clock.now(), last_error=error,
+                transport_message_id=outcome.transport_message_id or rec.transport_message_id,
+                provider_message_id=outcome.provider_message_id or rec.provider_message_id))
+        final[rec.id] = state
+        if error:
+            errors.append(f"{rec.address}: {error}")
+        if outcome.retry_after_seconds is not None:
+            retry_after = max(retry_after or 0.0, outcome.retry_after_seconds)
+        if raised:
+            break
+    return _finish(node, row, token, final, errors, attempts, retry_after)
+
+
+def _finish(node: Node, row: Any, token: str, final: dict[str, str], errors: list[str], attempts: int,
+            retry_after: float | None) -> DispatchResult:
+    """Write the aggregate under the claim token and audit ``send.<state>``."""
+    state = aggregate(final.values())
+    now = node.clock.now()
+    values: dict[str, Any] = dict(state=state.value, state_at=now, state_reason=None, lease_until=None,
+                                  claim_token=None, last_error="; ".join(errors)[:2000] or None)
+    if state is SendState.THROTTLED:
+        values["release_at"] = now + timedelta(seconds=backoff_seconds(attempts, retry_after))
+    counts: dict[str, int] = {}
+    for s in final.values():
+        counts[s] = counts.get(s, 0) + 1
+    with node.begin() as conn:
+        done = conn.execute(update(send_manifests).where(send_manifests.c.id == row.id,
+                                                         send_manifests.c.claim_token == token).values(**values))
+        if done.rowcount != 1:
+            log.warning("send.claim_lost manifest=%s token=%s", row.id, token)
+            return DispatchResult(row.id, None, "the claim was recovered by another worker before it finished")
+        audit.append(conn, org_id=row.org_id, at=now, action=f"send.{state.value}", actor_id=None, subject=row.id,
+                     outcome=_AUDIT_OUTCOME.get(state, "failed"),
+                     detail={"attempts": attempts, "recipients": counts, "last_error": values["last_error"]})
+    return DispatchResult(row.id, state.value, values["last_error"] or "")
+
+
+def capabilities_of(node: Node) -> TransportCapabilities:
+    """The configured transport's capabilities (the transport is built and closed again)."""
+    transport = make_transport(node.settings)
+    try:
+        return transport.capabilities
+    finally:
+        asyncio.run(transport.aclose())
+
+
+def due_ids(node: Node, limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None) -> list[str]:
+    """Ids of sends movable now, oldest ``release_at`` first, at most ``limit`` (one statement)."""
+    q = select(send_manifests.c.id).where(movable_now_sql(node.clock.now()))
+    if mailbox_ids is not None:
+        q = q.where(send_manifests.c.mailbox_id.in_(mailbox_ids))
+    with node.read() as conn:
+        return [r.id for r in conn.execute(q.order_by(send_manifests.c.release_at).limit(limit)).all()]
+
+
+def recover_claims(node: Node, caps: TransportCapabilities, *, own_executor_id: str | None = None,
+                   limit: int = budgets.DISPATCH_BATCH_MAX) -> int:
+    """Resolve lapsed claims (lease expired, or held under ``own_executor_id`` at start-up); returns how many.
+
+    A send with a recipient ``recipient_submittable`` allows goes back to ``held`` (``release_at``
+    unchanged, so it is movable at once) and is audited ``send.claim_recovered``; otherwise it takes the
+    aggregate of its recipients and ``send.<state>``.
+    """
+    now = node.clock.now()
+    cond = lease_expired_sql(now)
+    if own_executor_id:
+        prefix = f"{own_executor_id}/"
+        cond = or_(cond, and_(send_manifests.c.state == SendState.OUTCOME_UNKNOWN.value,
+                              func.substr(send_manifests.c.claim_token, 1, len(prefix)) == prefix))
+    recovered = 0
+    with node.begin() as conn:
+        rows = conn.execute(select(send_manifests).where(cond).limit(limit)).all()
+        for row in rows:
+            states = [r.submission_state for r in conn.execute(
+                select(send_recipients.c.submission_state).where(send_recipients.c.manifest_id == row.id)).all()]
+            dedup_open = dedup_window_open(caps, row.first_attempt_at, now)
+            movable = any(recipient_submittable(s, dedup_window_open=dedup_open) for s in states)
+            ambiguous = sum(1 for s in states if s == SendState.OUTCOME_UNKNOWN.value)
+            note = (f"The worker holding the claim stopped (lease until {row.lease_until}); "
+                    f"{ambiguous} recipient(s) may have been handed over.")
+            target = SendState.HELD if movable else aggregate(states)
+            done = conn.execute(update(send_manifests).where(send_manifests.c.id == row.id,
+                                                             send_manifests.c.claim_token == row.claim_token)
+                                .values(state=target.value, state_at=now, state_reason=None, lease_until=None,
+                                        claim_token=None, last_error=note))
+            if done.rowcount != 1:
+                continue
+            recovered += 1
+            action = "send.claim_recovered" if movable else f"send.{target.value}"
+            audit.append(conn, org_id=row.org_id, at=now, action=action, actor_id=None, subject=row.id,
+                         outcome="ok" if movable else _AUDIT_OUTCOME.get(target, "failed"),
+                         detail={"ambiguous_recipients": ambiguous, "state": target.value,
+                                 "lapsed_claim": row.claim_token})
+    if recovered:
+        log.warning("send.claims_recovered count=%d", recovered)
+    return recovered
+
+
+async def sweep_async(node: Node, transport: Transport, *, executor_id: str = "local",
+                      limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None,
+                      lease_seconds: float = budgets.DISPATCH_LEASE_SECONDS) -> SweepReport:
+    """Recover lapsed claims, then dispatch one bounded batch of due sends, one after another."""
+    report = SweepReport(recovered=recover_claims(node, transport.capabilities))
+    for mid in due_ids(node, limit, mailbox_ids):
+        report.results.append(await dispatch_one(node, transport, mid, executor_id=executor_id,
+                                                 lease_seconds=lease_seconds))
+    return report
+
+
+def sweep(node: Node, *, transport: Transport | None = None, executor_id: str = "local",
+          limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None,
+          lease_seconds: float = budgets.DISPATCH_LEASE_SECONDS) -> SweepReport:
+    """``sweep_async`` from synchronous code (no running event loop on this thread).
+
+    Without ``transport`` it builds the configured one (``make_transport``) and closes it afterwards.
+    """
+    async def run() -> SweepReport:
+        t = transport or make_transport(node.settings)
+        try:
+            return await sweep_async(node, t, executor_id=executor_id, limit=limit, mailbox_ids=mailbox_ids,
+                                     lease_seconds=lease_seconds)
+        finally:
+            if transport is None:
+                await t.aclose()
+
+    return asyncio.run(run())

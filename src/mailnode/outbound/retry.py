@@ -1,0 +1,158 @@
+"""What a person does to a send after sealing: cancel, retry the effect, or resend (spec/outbound.md §1.5).
+
+- ``cancel``: ``held`` or ``awaiting`` → ``cancelled`` (one conditional update; recipients follow;
+  ``send.cancelled``). Needs ``send.propose`` on the mailbox. ``E_SEND_NOT_STOPPABLE`` (409) names the
+  state it is in instead.
+- ``retry_effect`` (mode ``retry-effect``): only where ``states.retry_offer`` proves non-acceptance; the
+  same manifest and idempotency key go round again: the send returns to ``held`` with ``release_at`` =
+  now, recipients that provably never left return to ``held``. ``E_RETRY_NOT_PROVEN`` (409) otherwise,
+  ``E_RETRY_RACED`` (409) when the state moved meanwhile. ``send.retried``.
+- ``resend_may_duplicate`` (mode ``resend-may-duplicate``): a person, a reason and
+  ``accept_duplicate_risk: true``; a new manifest (``resend_of``) sealed through the same seal, to the
+  recipients the first one may not have reached, entering the hold window. ``send.resent``.
+Unknown or undisclosed sends are ``E_NO_SUCH_SEND`` (404) alike.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, select, update
+
+from mailnode import audit
+from mailnode.authz import holds
+from mailnode.errors import MailnodeError, conflict, invalid, not_found
+from mailnode.ids import parse_id, prefix_of
+from mailnode.node import Node
+from mailnode.outbound.seal import Sealed, SealRequest, seal
+from mailnode.outbound.states import STOPPABLE, SendState, parse_state, retry_offer
+from mailnode.outbound.tables import send_manifests, send_recipients
+
+RETRY_MODES = ("retry-effect", "resend-may-duplicate")
+#: Recipient states that provably never left, which ``retry-effect`` returns to ``held``.
+_PROVEN_NOT_TAKEN = (SendState.THROTTLED.value, SendState.REFUSED.value, SendState.SUPPRESSED.value,
+                     SendState.HELD.value)
+
+
+def no_such_send(send_id: str) -> MailnodeError:
+    """The 404 for a send that is absent or on a mailbox the caller may not see."""
+    return not_found("E_NO_SUCH_SEND", f"No send {send_id}.", fix="List sends with GET /api/sends.",
+                     send_id=send_id)
+
+
+def _proposable(conn: Connection, org_id: str, principal_id: str, send_id: str) -> Any:
+    parse_id(send_id, "snd", "send_id")
+    row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id,
+                                                    send_manifests.c.org_id == org_id)).first()
+    if row is None or not holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id):
+        raise no_such_send(send_id)
+    return row
+
+
+def ambiguous_count(conn: Connection, send_id: str) -> int:
+    """Recipient rows of the send in ``outcome_unknown`` (may have left)."""
+    return int(conn.execute(select(func.count()).select_from(send_recipients).where(
+        send_recipients.c.manifest_id == send_id,
+        send_recipients.c.submission_state == SendState.OUTCOME_UNKNOWN.value)).scalar_one())
+
+
+def cancel(conn: Connection, *, org_id: str, principal_id: str, at: datetime, send_id: str) -> str:
+    """Stop a ``held`` or ``awaiting`` send; returns the new state. Raises ``E_NO_SUCH_SEND``, ``E_SEND_NOT_STOPPABLE``."""
+    row = _proposable(conn, org_id, principal_id, send_id)
+    stoppable = [s.value for s in STOPPABLE]
+    done = conn.execute(update(send_manifests)
+                        .where(send_manifests.c.id == send_id, send_manifests.c.state.in_(stoppable))
+                        .values(state=SendState.CANCELLED.value, state_reason=None, state_at=at))
+    if done.rowcount != 1:
+        current = conn.execute(select(send_manifests.c.state).where(send_manifests.c.id == send_id)).scalar_one()
+        why = ("It was already handed over; it cannot be called back." if current == SendState.HANDED_OVER.value
+               else f"It is {current}; only held or awaiting sends can be stopped.")
+        raise conflict("E_SEND_NOT_STOPPABLE", f"Send {send_id} cannot be cancelled.", why,
+                       f"Read it with GET /api/sends/{send_id}.", send_id=send_id, state=current)
+    conn.execute(update(send_recipients).where(send_recipients.c.manifest_id == send_id,
+                                               send_recipients.c.submission_state.in_(stoppable))
+                 .values(submission_state=SendState.CANCELLED.value, submission_state_at=at))
+    audit.append(conn, org_id=org_id, at=at, action="send.cancelled", actor_id=principal_id, subject=send_id,
+                 detail={"from": row.state, "stopped_before_dispatch": True})
+    return SendState.CANCELLED.value
+
+
+def retry_effect(conn: Connection, *, org_id: str, principal_id: str, at: datetime, send_id: str) -> str:
+    """Put a send whose non-acceptance is proven back to ``held`` (same key); returns ``held``."""
+    row = _proposable(conn, org_id, principal_id, send_id)
+    offer = retry_offer(row.state, ambiguous_recipients=ambiguous_count(conn, send_id))
+    if offer.mode != "retry-effect":
+        raise conflict("E_RETRY_NOT_PROVEN", f"Send {send_id} cannot be retried as the same effect.",
+                       f"Its offer is {offer.mode} ({offer.basis}); retry-effect needs proof nothing was taken.",
+                       f"Read the offer at GET /api/sends/{send_id}; use resend-may-duplicate if it is offered.",
+                       send_id=send_id, offer=offer.to_json())
+    done = conn.execute(update(send_manifests)
+                        .where(send_manifests.c.id == send_id, send_manifests.c.state == row.state,
+                               send_manifests.c.claim_token.is_(None))
+                        .values(state=SendState.HELD.value, state_reason=None, state_at=at, release_at=at))
+    if done.rowcount != 1:
+        raise conflict("E_RETRY_RACED", f"Send {send_id} changed while it was being retried.",
+                       "Another worker or person moved it first.", f"Read it again: GET /api/sends/{send_id}.",
+                       send_id=send_id)
+    conn.execute(update(send_recipients).where(send_recipients.c.manifest_id == send_id,
+                                               send_recipients.c.submission_state.in_(_PROVEN_NOT_TAKEN))
+                 .values(submission_state=SendState.HELD.value, submission_state_at=at))
+    audit.append(conn, org_id=org_id, at=at, action="send.retried", actor_id=principal_id, subject=send_id,
+                 detail={"from": row.state, "basis": offer.basis})
+    return SendState.HELD.value
+
+
+def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id: str, reason: str,
+                         accept_duplicate_risk: bool) -> Sealed:
+    """Seal a new manifest re-sending ``send_id`` to the recipients it may not have reached.
+
+    Raises ``E_NO_SUCH_SEND`` (404), ``E_RESEND_REASON_REQUIRED`` / ``E_DUPLICATE_RISK_NOT_ACCEPTED``
+    (422), ``E_RESEND_NOT_OFFERED`` (409), ``E_RESEND_NEEDS_A_PERSON`` (403), and the seal's codes.
+    """
+    if prefix_of(principal_id) != "usr":
+        raise MailnodeError(code="E_RESEND_NEEDS_A_PERSON", what="Only a person may accept a duplicate risk.",
+                            why="resend-may-duplicate is a judgement a person makes and answers for.",
+                            fix="Ask someone who may send from the mailbox to resend it.", status=403)
+    if not (reason or "").strip():
+        raise invalid("E_RESEND_REASON_REQUIRED", "A resend needs a reason.", "The reason was empty.",
+                      "Send {\"mode\": \"resend-may-duplicate\", \"reason\": \"...\", \"accept_duplicate_risk\": true}.")
+    if accept_duplicate_risk is not True:
+        raise invalid("E_DUPLICATE_RISK_NOT_ACCEPTED", "The duplicate risk was not accepted.",
+                      "A recipient may receive this message twice.",
+                      "Send accept_duplicate_risk: true if that is acceptable.")
+    with node.read() as conn:
+        row = _proposable(conn, org_id, principal_id, send_id)
+        offer = retry_offer(row.state, ambiguous_recipients=ambiguous_count(conn, send_id))
+        pending = {r.address.lower() for r in conn.execute(
+            select(send_recipients.c.address).where(send_recipients.c.manifest_id == send_id,
+                                                    send_recipients.c.submission_state != SendState.HANDED_OVER.value)
+        ).all()}
+    if offer.mode != "resend-may-duplicate":
+        raise conflict("E_RESEND_NOT_OFFERED", f"Send {send_id} is not offered for resending.",
+                       f"Its offer is {offer.mode} ({offer.basis}).", f"Read the offer at GET /api/sends/{send_id}.",
+                       send_id=send_id, offer=offer.to_json())
+    body = node.evidence.get(row.body_typed_sha256).decode("utf-8")
+    sealed = seal(node, org_id=org_id, author_id=principal_id, request=SealRequest(
+        mailbox_id=row.mailbox_id, to=row.to_addresses, cc=row.cc_addresses, bcc=row.bcc_addresses,
+        subject=row.subject, body=body, in_reply_to_message_id=row.in_reply_to_message_id,
+        sender_address=row.envelope_from, resend_of=send_id, resend_reason=reason.strip(),
+        envelope_only=frozenset(pending)))
+    return sealed
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` if it is a retry mode, else ``E_RETRY_MODE_UNKNOWN`` (422)."""
+    if mode not in RETRY_MODES:
+        raise invalid("E_RETRY_MODE_UNKNOWN", f"{mode!r} is not a retry mode.", "Modes are a closed list.",
+                      "Use retry-effect or resend-may-duplicate.", mode=mode[:50])
+    return mode
+
+
+def state_of(value: str) -> SendState:
+    """Parse a ``state`` filter; ``E_STATE_UNKNOWN`` (422) for a value outside the vocabulary."""
+    s = parse_state(value)
+    if s is None:
+        raise invalid("E_STATE_UNKNOWN", f"{value!r} is not a send state.", "States are a closed vocabulary.",
+                      "Use one of: " + ", ".join(x.value for x in SendState) + ".", state=value[:50])
+    return s

@@ -1,0 +1,294 @@
+"""The seal: turn a composition into an immutable send manifest (spec/outbound.md §1.6; issue 4).
+
+Order, each step refusing before anything is stored:
+1. authority: the author holds ``send.propose`` on the mailbox, else 404 ``E_MAY_NOT_SEND_AS_MAILBOX``
+   (so a mailbox's existence is not disclosed);
+2. the From address: the mailbox's address (``E_SENDER_NOT_ON_MAILBOX`` 404, ``E_SENDER_AMBIGUOUS`` 409,
+   ``E_MAILBOX_HAS_NO_ADDRESS`` 409);
+3. recipients validated and normalised (``outbound.addresses``: ``E_ADDRESS_MALFORMED``,
+   ``E_HEADER_INJECTION``, 422), de-duplicated case-insensitively (first mention wins, To, Cc, Bcc);
+   the Subject checked for CR/LF; ``E_NO_RECIPIENTS`` / ``E_TOO_MANY_RECIPIENTS`` (422);
+4. a reply parent the author can read (``mailbox.content.read``), else ``E_NO_SUCH_PARENT`` (404);
+5. the gates in their total order (``outbound.gates.decide``);
+6. the bytes rendered (``outbound.render``), and the typed body, the normalised body and the rendered
+   message written to the evidence store;
+7. one transaction: the conversation (the parent's, or a new one), the manifest (its id is the effect
+   key), one recipient row per distinct address, the Message-ID recorded for threading, ``send.sealed``
+   in the audit trail, and the retired draft when sealing from one.
+
+``release_at`` = seal time + the mailbox's hold window (``budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS`` when
+unset; 0 = immediately movable). A Butler author's mail carries ``Auto-Submitted: auto-replied`` and
+waits for a person's release; the node's own notices carry ``auto-generated``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, delete, select
+
+from mailnode import audit, budgets
+from mailnode.authz import holds
+from mailnode.errors import MailnodeError, conflict, invalid, not_found
+from mailnode.ids import new_id, parse_id, prefix_of
+from mailnode.mail.message_tables import messages
+from mailnode.mail.tables import mailbox_addresses, mailboxes
+from mailnode.mail.threading import record_message_id, start_conversation
+from mailnode.node import Node
+from mailnode.outbound import gates
+from mailnode.outbound.addresses import NormalisedAddress, normalise_address, reject_header_injection
+from mailnode.outbound.render import (
+    AutoSubmitted,
+    OutboundMessage,
+    bound_references,
+    make_message_id,
+    normalise_body,
+    render,
+)
+from mailnode.outbound.states import SendState
+from mailnode.outbound.tables import drafts, send_manifests, send_recipients
+
+#: Recipient kinds in the order their first mention wins.
+KINDS: tuple[str, ...] = ("to", "cc", "bcc")
+
+
+@dataclass(frozen=True)
+class SealRequest:
+    """A composition to seal. Addresses are as typed; the seal validates them.
+
+    Attributes:
+        mailbox_id: the mailbox that sends (``mbx_...``); From is its address.
+        to, cc, bcc: recipient addresses (at least one in all).
+        subject: the Subject (no CR/LF).
+        body: the typed plain-text body.
+        in_reply_to_message_id: the ``msg_...`` answered, or None for a new conversation.
+        sender_address: which of the mailbox's addresses to send from when it has several.
+        notice: the node's own notice (``Auto-Submitted: auto-generated``).
+        resend_of: the manifest this one re-sends (set by ``retry.resend_may_duplicate`` only), with
+            ``resend_reason``; ``send.resent`` is audited in the seal's transaction.
+        envelope_only: when set, recipient rows are made only for these lower-cased addresses (a resend
+            to the recipients a first attempt may not have reached); the headers stay as composed.
+    """
+
+    mailbox_id: str
+    to: Sequence[str]
+    subject: str
+    body: str
+    cc: Sequence[str] = ()
+    bcc: Sequence[str] = ()
+    in_reply_to_message_id: str | None = None
+    sender_address: str | None = None
+    notice: bool = False
+    resend_of: str | None = None
+    resend_reason: str | None = None
+    envelope_only: frozenset[str] | None = field(default=None)
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """What the seal made."""
+
+    id: str
+    state: SendState
+    state_reason: str | None
+    release_at: datetime
+    rfc_message_id: str
+    conversation_id: str
+    recipients: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The API shape (the full send is at ``GET /api/sends/{id}``)."""
+        return {"id": self.id, "state": self.state.value, "state_reason": self.state_reason,
+                "release_at": self.release_at.isoformat(), "rfc_message_id": self.rfc_message_id,
+                "conversation_id": self.conversation_id, "recipients": self.recipients}
+
+
+def may_not_send(mailbox_id: str) -> MailnodeError:
+    """The 404 for an author without ``send.propose`` (absent and not-yours answer alike)."""
+    return not_found("E_MAY_NOT_SEND_AS_MAILBOX", f"You may not send from mailbox {mailbox_id}.",
+                     fix="Ask an administrator for send.propose on the mailbox (POST /api/access).",
+                     mailbox_id=mailbox_id)
+
+
+def no_such_parent(message_id: str) -> MailnodeError:
+    """The 404 for a reply parent the author cannot read."""
+    return not_found("E_NO_SUCH_PARENT", f"No message {message_id} to reply to.",
+                     fix="Reply to a message listed by GET /api/mailboxes/{id}/messages.", message_id=message_id)
+
+
+def choose_sender(addresses: list[str], wanted: str | None, mailbox_id: str) -> str:
+    """The From address among the mailbox's ``addresses`` (oldest first).
+
+    Raises ``E_SENDER_NOT_ON_MAILBOX`` (404), ``E_SENDER_AMBIGUOUS`` (409), ``E_MAILBOX_HAS_NO_ADDRESS`` (409).
+    """
+    if wanted:
+        for a in addresses:
+            if a.lower() == wanted.strip().lower():
+                return a
+        raise not_found("E_SENDER_NOT_ON_MAILBOX", f"{wanted} is not an address of mailbox {mailbox_id}.",
+                        fix="Name one of the addresses GET /api/mailboxes/{id} lists.", sender_address=wanted)
+    if not addresses:
+        raise conflict("E_MAILBOX_HAS_NO_ADDRESS", f"Mailbox {mailbox_id} has no address to send from.",
+                       "From is always an address of the sending mailbox.",
+                       "Add one: PATCH /api/mailboxes/{id} with addresses.", mailbox_id=mailbox_id)
+    if len(addresses) > 1:
+        raise conflict("E_SENDER_AMBIGUOUS", f"Mailbox {mailbox_id} has {len(addresses)} addresses.",
+                       "With several addresses the seal does not guess which one is From.",
+                       "Send again with sender_address set to one of: " + ", ".join(addresses) + ".",
+                       mailbox_id=mailbox_id, addresses=addresses)
+    return addresses[0]
+
+
+def validate_recipients(to: Sequence[str], cc: Sequence[str], bcc: Sequence[str]
+                        ) -> list[tuple[str, NormalisedAddress]]:
+    """Normalise every recipient; returns distinct ``(kind, address)`` pairs, first mention winning.
+
+    Raises ``E_HEADER_INJECTION`` / ``E_ADDRESS_MALFORMED`` naming the address, ``E_NO_RECIPIENTS`` and
+    ``E_TOO_MANY_RECIPIENTS`` (``budgets.SEND_RECIPIENTS_MAX``), all 422.
+    """
+    seen: set[str] = set()
+    out: list[tuple[str, NormalisedAddress]] = []
+    for kind, values in zip(KINDS, (to, cc, bcc)):
+        for value in values:
+            addr = normalise_address(value, kind)
+            if addr.key not in seen:
+                seen.add(addr.key)
+                out.append((kind, addr))
+    if not out:
+        raise invalid("E_NO_RECIPIENTS", "The send names no recipient.", "A send needs at least one To, Cc or Bcc.",
+                      "Add a recipient and seal again.")
+    if len(out) > budgets.SEND_RECIPIENTS_MAX:
+        raise MailnodeError(code="E_TOO_MANY_RECIPIENTS",
+                            what=f"SEND_RECIPIENTS_MAX is {budgets.SEND_RECIPIENTS_MAX}; this send names {len(out)}.",
+                            why="One send carries a bounded number of recipients.",
+                            fix="Split the recipients over several sends.", status=422,
+                            detail={"limit_name": "SEND_RECIPIENTS_MAX", "limit": budgets.SEND_RECIPIENTS_MAX,
+                                    "observed": len(out)})
+    return out
+
+
+def _msg_id(value: str | None) -> str | None:
+    key = (value or "").strip().strip("<>")
+    if not key or any(c in key for c in "<> \t\r\n") or key.count("@") != 1:
+        return None
+    return f"<{key}>"
+
+
+@dataclass(frozen=True)
+class _Facts:
+    hold_window: int
+    sender: str
+    parent: Any | None
+
+
+def _read_facts(conn: Connection, org_id: str, author_id: str, req: SealRequest) -> _Facts:
+    parse_id(req.mailbox_id, "mbx", "mailbox_id")
+    if not holds(conn, org_id, author_id, "send.propose", "mailbox", req.mailbox_id):
+        raise may_not_send(req.mailbox_id)
+    rows = conn.execute(
+        select(mailboxes.c.hold_window_seconds, mailbox_addresses.c.address)
+        .select_from(mailboxes.outerjoin(mailbox_addresses, mailbox_addresses.c.mailbox_id == mailboxes.c.id))
+        .where(mailboxes.c.id == req.mailbox_id, mailboxes.c.org_id == org_id)
+        .order_by(mailbox_addresses.c.created_at, mailbox_addresses.c.id)
+    ).all()
+    if not rows:
+        raise may_not_send(req.mailbox_id)
+    hold = rows[0].hold_window_seconds
+    sender = choose_sender([r.address for r in rows if r.address], req.sender_address, req.mailbox_id)
+    parent = None
+    if req.in_reply_to_message_id is not None:
+        parse_id(req.in_reply_to_message_id, "msg", "in_reply_to_message_id")
+        parent = conn.execute(select(messages.c.id, messages.c.mailbox_id, messages.c.conversation_id,
+                                     messages.c.rfc_message_id, messages.c.references)
+                              .where(messages.c.id == req.in_reply_to_message_id,
+                                     messages.c.org_id == org_id)).first()
+        if parent is None or not holds(conn, org_id, author_id, "mailbox.content.read", "mailbox", parent.mailbox_id):
+            raise no_such_parent(req.in_reply_to_message_id)
+    return _Facts(budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS if hold is None else int(hold), sender, parent)
+
+
+def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft_id: str | None = None,
+         facts: gates.GateFacts | None = None) -> Sealed:
+    """Seal ``request`` as ``author_id`` (a user, a Butler or an application) and return the manifest.
+
+    ``facts`` lets a later layer (policy, breakers, provider) pass what it evaluated; the Butler release
+    fact is always derived here from the author. Raises the codes in the module docstring; nothing is
+    stored when it raises. ``draft_id`` names the draft this seal retires (deleted in the same transaction).
+    """
+    reject_header_injection("Subject", request.subject)
+    recipients = validate_recipients(request.to, request.cc, request.bcc)
+    with node.read() as conn:
+        f = _read_facts(conn, org_id, author_id, request)
+    now = node.clock.now()
+    send_id = new_id("snd")
+    domain = f.sender.rpartition("@")[2]
+    message_id = make_message_id(send_id, domain)
+    in_reply_to = _msg_id(f.parent.rfc_message_id) if f.parent is not None else None
+    references: tuple[str, ...] = ()
+    if f.parent is not None:
+        chain = [m for m in (_msg_id(r) for r in (f.parent.references or [])) if m]
+        if in_reply_to:
+            chain.append(in_reply_to)
+        references = bound_references(chain)
+    auto: AutoSubmitted | None = None
+    if prefix_of(author_id) == "btl":
+        auto = "auto-replied"
+    elif request.notice:
+        auto = "auto-generated"
+    base = facts or gates.GateFacts()
+    decision = gates.decide(gates.GateFacts(
+        policy_outcome=base.policy_outcome, approval_satisfiable=base.approval_satisfiable,
+        domain_paused=base.domain_paused, butler_release_required=prefix_of(author_id) == "btl",
+        provider_unavailable=base.provider_unavailable, rate_gate=base.rate_gate))
+    to = tuple(a.address for k, a in recipients if k == "to")
+    cc = tuple(a.address for k, a in recipients if k == "cc")
+    bcc = tuple(a.address for k, a in recipients if k == "bcc")
+    rendered = render(OutboundMessage(from_address=f.sender, to=to, cc=cc, bcc=bcc, subject=request.subject,
+                                      date=now, message_id=message_id, body=request.body, in_reply_to=in_reply_to,
+                                      references=references, auto_submitted=auto))
+    # The evidence is written before any row that names it (a blob without a row is harmless).
+    typed_sha = node.evidence.put(request.body.encode("utf-8"))
+    normalised_sha = node.evidence.put(normalise_body(request.body).encode("utf-8"))
+    rendered_sha = node.evidence.put(rendered)
+    release_at = now + timedelta(seconds=f.hold_window)
+    rows = [(k, a) for k, a in recipients
+            if request.envelope_only is None or a.key in request.envelope_only]
+    with node.begin() as conn:
+        if f.parent is not None:
+            conversation_id = str(f.parent.conversation_id)
+        else:
+            conversation_id = start_conversation(conn, org_id, request.subject, now)
+        conn.execute(send_manifests.insert().values(
+            id=send_id, org_id=org_id, mailbox_id=request.mailbox_id, author_id=author_id,
+            mail_class="notice" if request.notice else "correspondence",
+            in_reply_to_message_id=request.in_reply_to_message_id, conversation_id=conversation_id,
+            envelope_from=f.sender, to_addresses=list(to), cc_addresses=list(cc), bcc_addresses=list(bcc),
+            subject=request.subject, rfc_message_id=message_id.strip("<>"), in_reply_to_header=in_reply_to,
+            references_header=" ".join(references) or None, auto_submitted=auto, fidelity="authored",
+            body_typed_sha256=typed_sha, body_normalised_sha256=normalised_sha, rendered_sha256=rendered_sha,
+            sealed_at=now, release_at=release_at, state=decision.state.value, state_at=now,
+            state_reason=decision.reason.value if decision.reason else None, resend_of=request.resend_of,
+        ))
+        conn.execute(send_recipients.insert(), [
+            dict(id=new_id("srp"), org_id=org_id, manifest_id=send_id, kind=k, address=a.address,
+                 submission_state=decision.state.value, submission_state_at=now, created_at=now)
+            for k, a in rows
+        ])
+        record_message_id(conn, org_id, message_id, conversation_id, send_id, now)
+        if draft_id is not None:
+            conn.execute(delete(drafts).where(drafts.c.id == draft_id, drafts.c.author_id == author_id))
+        audit.append(conn, org_id=org_id, at=now, action="send.sealed", actor_id=author_id, subject=send_id,
+                     detail={"mailbox_id": request.mailbox_id, "recipients": len(rows), "state": decision.state.value,
+                             "state_reason": decision.reason.value if decision.reason else None,
+                             "gate": decision.gate.name.lower(), "in_reply_to": request.in_reply_to_message_id,
+                             "release_at": release_at.isoformat(), "resend_of": request.resend_of,
+                             "draft_id": draft_id})
+        if request.resend_of is not None:
+            audit.append(conn, org_id=org_id, at=now, action="send.resent", actor_id=author_id, subject=send_id,
+                         detail={"resend_of": request.resend_of, "reason": (request.resend_reason or "")[:300],
+                                 "duplicate_possible": True})
+    return Sealed(send_id, decision.state, decision.reason.value if decision.reason else None, release_at,
+                  message_id.strip("<>"), conversation_id, len(rows))

@@ -1,0 +1,67 @@
+"""Durable dispatch: the scheduled sweep and the wake-up when a send becomes movable (DBOS).
+
+The sweep runs every ``settings.dispatch_interval_seconds`` (``server.apply_schedules``). A wake-up is
+started after a seal or a retry: a workflow keyed on the send id (so starting it twice is one run) that
+sleeps durably until the send's ``release_at`` (0 s for a hold window of 0) and then sweeps. Both call
+``dispatch.sweep`` with this process's executor id in the claim token, so a restart under the same
+executor id recovers the claims a killed predecessor left (``recover_own_claims``).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from dbos import DBOS, SetWorkflowID
+
+from mailnode import runtime
+from mailnode.node import Node
+from mailnode.outbound import dispatch
+
+log = logging.getLogger("mailnode.dispatch")
+
+
+def _executor() -> str:
+    return runtime.executor_id(runtime.current_node())
+
+
+def sweep_once() -> int:
+    """One bounded sweep with the configured transport; returns how many sends it moved."""
+    report = dispatch.sweep(runtime.current_node(), executor_id=_executor())
+    return sum(1 for r in report.results if r.state is not None)
+
+
+@DBOS.step()
+def sweep_step() -> int:
+    """``sweep_once`` as a recorded step (a resumed workflow does not sweep twice for one tick)."""
+    return sweep_once()
+
+
+@DBOS.workflow()
+def scheduled_sweep(scheduled_at: datetime, context: object) -> None:
+    """The schedule's entry point (DBOS passes the scheduled time and a context)."""
+    sweep_step()
+
+
+@DBOS.workflow()
+async def wake_workflow(delay_seconds: float) -> int:
+    """Sleep durably for ``delay_seconds`` (an async wait holds no thread), then sweep once."""
+    if delay_seconds > 0:
+        await DBOS.sleep_async(delay_seconds)
+    # A sync step runs on a worker thread, so the sweep's own event loop does not nest in DBOS's.
+    return await DBOS.run_step_async(None, sweep_once)
+
+
+def wake(send_id: str, delay_seconds: float) -> None:
+    """Start (or find) the wake-up of ``send_id``; a no-op when no durable executor runs in this process
+    (the CLI, tests without DBOS): the next scheduled sweep of the serving node picks the send up."""
+    if not runtime.is_launched():
+        return
+    with SetWorkflowID(f"dispatch-wake-{send_id}-{int(delay_seconds * 1000)}"):
+        DBOS.start_workflow(wake_workflow, max(0.0, delay_seconds))
+
+
+def recover_own_claims(node: Node) -> int:
+    """At start-up, before the durable executor runs anything: resolve claims left under this process's
+    executor id. Executor ids are unique among live processes, so their holder is dead."""
+    return dispatch.recover_claims(node, dispatch.capabilities_of(node), own_executor_id=runtime.executor_id(node))
