@@ -140,3 +140,29 @@ async def test_batch_strict_and_permissive(emulator_api) -> None:
     assert permissive.status_code == 200
     assert len(permissive.json()["data"]) == 1 and permissive.json()["errors"][0]["index"] == 1
     assert (await client.post("/emails/batch", json=[])).status_code == 422
+
+
+async def test_patch_reschedules_and_cancel_cancels(emulator_api) -> None:
+    emulator, client = emulator_api()
+    email_id = (await client.post("/emails", content=body())).json()["id"]
+    patched = await client.patch(f"/emails/{email_id}", json={"scheduled_at": "2026-12-01T10:00:00Z"})
+    assert patched.status_code == 200 and emulator.emails[email_id]["last_event"] == "scheduled"
+    await client.post(f"/emails/{email_id}/cancel")
+    assert (await client.get(f"/emails/{email_id}")).json()["last_event"] == "canceled"
+    assert (await client.get("/emails/0000")).json()["name"] == "not_found"
+
+
+async def test_emulator_webhooks_verify_with_mailnode(emulator_api) -> None:
+    from mailnode.outbound.webhooks import EventKind, verify_resend_webhook
+
+    secret = "whsec_" + "bWFpbG5vZGUtZW11bGF0b3Itc2VjcmV0LTAxMjM0NTY3"
+    emulator, client = emulator_api()
+    email_id = (await client.post("/emails", content=body(headers={"In-Reply-To": "<p@x.test>"}))).json()["id"]
+    raw, headers = emulator.webhook(email_id, "email.bounced", secret, extra={
+        "bounce": {"type": "Transient", "subType": "MailboxFull", "message": "full"}})
+    event = verify_resend_webhook(raw, headers, secret)
+    assert (event.kind, event.bounce_kind, event.provider_email_id) == (EventKind.BOUNCED, "soft", email_id)
+    assert event.message_id == emulator.emails[email_id]["message_id"]
+    assert emulator.emails[email_id]["last_event"] == "bounced"
+    legacy, legacy_headers = emulator.webhook(email_id, "email.delivered", secret, legacy=True)
+    assert verify_resend_webhook(legacy, legacy_headers, secret).message_id is None

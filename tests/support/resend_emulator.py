@@ -2,7 +2,7 @@
 
 There is no internet here, so the ``resend`` transport is tested against this server, not a patched
 client. It runs a FastAPI app under uvicorn on a free loopback port in a background thread
-(``ResendEmulator.start()`` / ``stop()``, or the ``resend_emulator`` fixture in ``tests/outbound``).
+(``ResendEmulator.start()`` / ``stop()``, or the ``resend_server`` fixture in ``tests/outbound``).
 
 Implemented from the checklist: routing with 404 ``not_found`` / 405 ``method_not_allowed`` (1); the error
 shape (2); rate-limit headers on every response and ``retry-after`` on 429 (3); key authentication with
@@ -12,8 +12,10 @@ verified sender domains (8); custom headers and the Message-ID replace/keep swit
 and permissive); ``Idempotency-Key`` (11) with replay, 409s, the 24 h window and the store-errors switch;
 a fixed one-second rate limiter (12); daily/monthly quotas with a UTC clock (13); quota headers with
 forced values (14); fault injection (15): scripted statuses, empty/HTML bodies, a delay after the email
-was stored, a connection dropped after it was stored, and a request held in flight; ``GET /emails/{id}``, ``GET /emails`` and cancel (16); a request log (21). Webhook sending
-(17–20) is not implemented: tests sign payloads themselves.
+was stored, a connection dropped after it was stored, and a request held in flight; ``GET /emails/{id}``,
+``GET /emails``, ``PATCH`` and cancel (16); signed webhook payloads for stored emails (17-18,
+``webhook()``), built for the test to post; a request log (21). Delivering webhooks, retry schedules and
+scripted event sequences by test address (19-20) are not implemented.
 """
 
 from __future__ import annotations
@@ -202,6 +204,38 @@ class ResendEmulator:
         """The logged ``POST /emails`` requests, in arrival order."""
         return [r for r in self.requests if r.method == "POST" and r.path == "/emails"]
 
+    def webhook(self, email_id: str, event_type: str, secret: str, *, svix_id: str | None = None,
+                extra: dict[str, Any] | None = None, legacy: bool = False,
+                at: datetime | None = None) -> tuple[bytes, dict[str, str]]:
+        """A signed webhook delivery for a stored email (checklist 17-18), built but not sent.
+
+        Returns ``(body, headers)`` ready to POST to mailnode's webhook route. ``extra`` is merged into
+        ``data`` (e.g. ``{"bounce": {...}}``); ``legacy`` omits ``message_id`` as 2023 payloads did. The
+        last event of the stored email follows ``event_type``.
+        """
+        from svix.webhooks import Webhook
+
+        email = self.emails[email_id]
+        when = at or self.clock()
+        data: dict[str, Any] = {
+            "email_id": email_id,
+            "created_at": _iso_z(datetime.strptime(email["created_at"], "%Y-%m-%d %H:%M:%S.%f+00").replace(tzinfo=UTC)),
+            "from": email["from"],
+            "to": email["to"],
+            "subject": email["subject"],
+        }
+        if not legacy:
+            data["message_id"] = email["message_id"]
+        if email.get("headers"):
+            data["headers"] = [{"name": k, "value": v} for k, v in email["headers"].items()]
+        data.update(extra or {})
+        body = json.dumps({"type": event_type, "created_at": _iso_z(when), "data": data}).encode()
+        msg_id = svix_id or f"msg_{uuid.uuid4().hex[:24]}"
+        signature = Webhook(secret).sign(msg_id, when, body.decode())
+        email["last_event"] = event_type.removeprefix("email.")
+        return body, {"svix-id": msg_id, "svix-timestamp": str(int(when.timestamp())), "svix-signature": signature,
+                      "content-type": "application/json"}
+
     # -- the app -----------------------------------------------------------------------------------
 
     def _build_app(self) -> FastAPI:
@@ -265,6 +299,15 @@ class ResendEmulator:
                 return self._error(404, "not_found", "Email not found", rate), 0
             if req.path.endswith("/cancel"):
                 email["last_event"] = "canceled"
+                return self._json(200, {"object": "email", "id": email_id}, rate), 0
+            if req.method == "PATCH":
+                try:
+                    update = json.loads(req.body)
+                except ValueError:
+                    update = None
+                if not isinstance(update, dict) or not isinstance(update.get("scheduled_at"), str):
+                    return self._error(422, "validation_error", "Invalid `scheduled_at` field.", rate), 0
+                email["scheduled_at"], email["last_event"] = update["scheduled_at"], "scheduled"
                 return self._json(200, {"object": "email", "id": email_id}, rate), 0
             return self._json(200, email, rate), 0
 
@@ -500,6 +543,10 @@ class ResendEmulator:
 
     def _error(self, status: int, name: str, message: str, headers: dict[str, str]) -> Response:
         return self._json(status, {"statusCode": status, "message": message, "name": name}, headers)
+
+
+def _iso_z(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
 def _first_to(path: str, parsed: Any) -> str | None:
