@@ -83,6 +83,9 @@ SEAL_MAX_STATEMENTS = 12
 #: Statement budget of dispatching one send to one recipient (reference: 17; measured here by
 #: tests/outbound_db/test_budgets.py: 10).
 DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS = 17
+#: Sends one sweep submits at the same time (their transport waits overlap; sized: a smarthost accepts
+#: tens of concurrent sessions, and a batch is DISPATCH_BATCH_MAX; measured by bench/dispatch.py).
+DISPATCH_CONCURRENCY = 8
 #: Transports: recipients per submission. One envelope (or one provider request) per recipient, so Bcc
 #: stays correct and every recipient row has its own idempotency key (spec/outbound.md Part A 4).
 TRANSPORT_RECIPIENTS_PER_SUBMISSION = 1
@@ -122,6 +125,14 @@ BREAKER_COMPLAINT_MIN_OBSERVATIONS = 50
 #: Doctor calls delivery blind when mail was handed over this long ago and nothing came back
 #: (reference: events.delivery_silence_minutes = 15).
 DELIVERY_SILENCE_SECONDS = 15 * 60
+#: A policy's "organisation daily volume" counts recipients handed over in this rolling window, from the
+#: recipient rows like the breakers (never a calendar-day counter: seed 000 on send_counters' grain).
+POLICY_DAILY_VOLUME_WINDOW_SECONDS = 86_400
+#: Stages of a domain-pause request: one stage of two other administrators (seed 000; reference PAUSE_STAGES).
+DOMAIN_PAUSE_APPROVERS = 2
+#: Statements ``governance.gatefacts.seal_facts`` may take: breakers + policies, plus deciders and team
+#: rosters when approval is required (measured by tests/governance/test_sends.py: 2 without, 3 with).
+GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS = 4
 
 # --- Butlers (seed 003; spec/butler.md) ----------------------------------------------------------
 

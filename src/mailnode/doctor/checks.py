@@ -13,6 +13,7 @@ from sqlalchemy import text
 from mailnode import audit
 from mailnode.db import migrate
 from mailnode.doctor.findings import Finding, Severity
+from mailnode.doctor.governance_checks import GOVERNANCE_CHECKS
 from mailnode.node import Node
 
 Check = Callable[[Node, str | None], Finding]
@@ -74,6 +75,7 @@ CHECKS: dict[str, Check] = {
     "migrations_applied": migrations_applied,
     "evidence_store_writable": evidence_store_writable,
     "audit_chain_intact": audit_chain_intact,
+    **GOVERNANCE_CHECKS,
 }
 
 

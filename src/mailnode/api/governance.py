@@ -1,0 +1,177 @@
+"""Routes for governance: policies, approvals, domain pauses and the rate breakers (seed 000; issue 5).
+
+- ``POST /api/policies`` ``{name, outcome, conditions, stages}``, ``POST /api/policies/{id}/draft``
+  ``{outcome, conditions, stages}``, ``POST /api/policies/{id}/publish``: administrators (403
+  ``E_NOT_AN_ADMINISTRATOR``); ``GET /api/policies``: administrators, 404 to anyone else.
+- ``GET /api/approvals`` (what the caller may decide), ``POST /api/approvals/{id}/decide``
+  ``{decision: approve|deny}`` (anything else ``E_BAD_DECISION``, 422), ``POST /api/approvals/{id}/withdraw``.
+- ``POST /api/domain-pauses`` ``{domain, reason}``, ``GET /api/domain-pauses`` (in force),
+  ``POST /api/domain-pauses/{id}/lift`` ``{reason?}``. No route pauses outright.
+- ``GET /api/breakers``: every reading, tripped or not, ``{"breakers": [...]}``.
+
+Each act is one transaction; codes are documented in ``mailnode.governance``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.models import Strict
+from mailnode.governance import approvals, breakers, pauses, policies
+from mailnode.governance.policy import Conditions
+
+router = APIRouter(tags=["governance"])
+
+
+class ConditionsIn(Strict):
+    """A policy's conditions; each null = unconstrained."""
+
+    mailbox_id: str | None = None
+    actor_id: str | None = None
+    actor_kind: str | None = None
+    recipient_external: bool | None = None
+    is_reply: bool | None = None
+    org_daily_volume_min: int | None = None
+
+    def to_conditions(self) -> Conditions:
+        """The domain value."""
+        return Conditions(self.mailbox_id, self.actor_id, self.actor_kind, self.recipient_external, self.is_reply,
+                          self.org_daily_volume_min)
+
+
+class StageIn(Strict):
+    """One approval stage: ``count`` approvers, optionally from ``team_id`` (validated by the policy plane)."""
+
+    count: Any = None
+    team_id: Any = None
+
+
+class DraftIn(Strict):
+    """A draft: outcome, conditions and stages."""
+
+    outcome: str
+    conditions: ConditionsIn = Field(default_factory=ConditionsIn)
+    stages: list[StageIn] = Field(default_factory=list)
+
+
+class PolicyIn(DraftIn):
+    """A new policy: its name and first draft."""
+
+    name: str
+
+
+class DecisionIn(Strict):
+    """``approve`` or ``deny`` (anything else is ``E_BAD_DECISION``)."""
+
+    decision: Any = None
+
+
+class PauseIn(Strict):
+    """A pause request: the sending domain and a reason."""
+
+    domain: str | None = None
+    reason: str | None = None
+
+
+class LiftIn(Strict):
+    """A lift: an optional reason."""
+
+    reason: str | None = None
+
+
+@router.post("/api/policies", status_code=201)
+def create_policy(body: PolicyIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Create a policy and its first draft."""
+    with node.begin() as conn:
+        return {"policy": policies.create(conn, org_id=caller.org_id, actor_id=caller.principal_id, name=body.name,
+                                          outcome=body.outcome, conditions=body.conditions.to_conditions(),
+                                          stages=[s.model_dump() for s in body.stages], now=node.clock.now())}
+
+
+@router.post("/api/policies/{policy_id}/draft")
+def draft_policy(policy_id: str, body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Replace the policy's draft."""
+    with node.begin() as conn:
+        return {"policy": policies.edit_draft(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                              policy_id=policy_id, outcome=body.outcome,
+                                              conditions=body.conditions.to_conditions(),
+                                              stages=[s.model_dump() for s in body.stages], now=node.clock.now())}
+
+
+@router.post("/api/policies/{policy_id}/publish")
+def publish_policy(policy_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Publish the draft (supersedes the live version)."""
+    with node.begin() as conn:
+        return {"policy": policies.publish(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                           policy_id=policy_id, now=node.clock.now())}
+
+
+@router.get("/api/policies")
+def list_policies(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+    """Every policy with its versions, by name."""
+    with node.read() as conn:
+        items = policies.list_all(conn, org_id=caller.org_id, actor_id=caller.principal_id, limit=page.limit,
+                                  cursor=page.cursor)
+    return paged("policies", items, page, key="cursor")
+
+
+@router.get("/api/approvals")
+def list_approvals(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+    """Pending approvals the caller may decide."""
+    with node.read() as conn:
+        items = approvals.pending_for(conn, org_id=caller.org_id, caller_id=caller.principal_id, limit=page.limit,
+                                      cursor=page.cursor)
+    return paged("approvals", items, page)
+
+
+@router.post("/api/approvals/{approval_id}/decide")
+def decide(approval_id: str, body: DecisionIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Approve or deny; completion and its effect commit together."""
+    with node.begin() as conn:
+        return {"decided": approvals.decide(conn, org_id=caller.org_id, approval_id=approval_id,
+                                            caller_id=caller.principal_id, decision=body.decision,
+                                            now=node.clock.now())}
+
+
+@router.post("/api/approvals/{approval_id}/withdraw")
+def withdraw(approval_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Withdraw the caller's standing approval."""
+    with node.begin() as conn:
+        return {"withdrawn": approvals.withdraw(conn, org_id=caller.org_id, approval_id=approval_id,
+                                                caller_id=caller.principal_id, now=node.clock.now())}
+
+
+@router.post("/api/domain-pauses", status_code=201)
+def request_pause(body: PauseIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Ask two other administrators to pause a sending domain."""
+    with node.begin() as conn:
+        return {"pause": pauses.request(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                        domain=body.domain, reason=body.reason, now=node.clock.now())}
+
+
+@router.get("/api/domain-pauses")
+def list_pauses(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Every pause in force, by domain, with its reason and age."""
+    with node.read() as conn:
+        return {"pauses": pauses.in_force(conn, org_id=caller.org_id, now=node.clock.now())}
+
+
+@router.post("/api/domain-pauses/{pause_id}/lift")
+def lift_pause(pause_id: str, node: NodeDep, caller: CallerDep, body: LiftIn | None = None) -> dict[str, Any]:
+    """Lift a pause in force (one administrator)."""
+    with node.begin() as conn:
+        return {"lifted": pauses.lift(conn, org_id=caller.org_id, actor_id=caller.principal_id, pause_id=pause_id,
+                                      reason=body.reason if body else None, now=node.clock.now())}
+
+
+@router.get("/api/breakers")
+def list_breakers(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Every rate breaker's reading right now, armed or not (no pause data: see /api/domain-pauses)."""
+    signals = breakers.delivery_signals_of(node.settings.transport)
+    with node.read() as conn:
+        state = breakers.evaluate(conn, org_id=caller.org_id, now=node.clock.now(), delivery_signals=signals)
+    return {"breakers": [r.to_json() for r in state.readings]}
