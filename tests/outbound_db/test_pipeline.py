@@ -342,3 +342,37 @@ def test_seal_refuses_an_unknown_mailbox_id_shape(node: Any, installed: Any) -> 
         seal(node, org_id=installed.org_id, author_id=installed.user_id, request=SealRequest(
             mailbox_id="mbx_nope", to=["a@remote.test"], subject="x", body="y"))
     assert caught.value.code == "E_ID_MALFORMED"
+
+
+def test_the_send_command_seals_through_the_same_seal(node: Any, installed: Any, tmp_path: Any) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from mailnode.outbound.cli import register
+
+    app = typer.Typer()
+    register(app)
+
+    @app.command("noop")
+    def noop() -> None:
+        """A second command so Typer keeps the command name."""
+
+    body = tmp_path / "body.txt"
+    body.write_text("From a file\n", encoding="utf-8")
+    runner = CliRunner()
+    args = ["send", "--mailbox", "Support@example.test", "--to", "ann@remote.test", "--subject", "Hi",
+            "--data-dir", str(node.settings.data_dir), "--json"]
+    env = {"MAILNODE_DATABASE_URL": node.settings.database_url}
+    done = runner.invoke(app, [*args, "--body-file", str(body)], env=env)
+    assert done.exit_code == 0, done.output
+    import json
+
+    sent = json.loads(done.stdout)["send"]
+    assert sent["state"] == "held" and sent["recipients"] == 1
+    with node.read() as conn:
+        row = conn.execute(select(send_manifests).where(send_manifests.c.id == sent["id"])).one()
+    assert node.evidence.get(row.body_typed_sha256) == b"From a file\n"
+    bad = runner.invoke(app, [*args[:4], "bad address", *args[5:], "--body", "x"], env=env)
+    assert bad.exit_code == 1 and "E_ADDRESS_MALFORMED" in bad.output
+    neither = runner.invoke(app, args, env=env)
+    assert neither.exit_code == 1 and "E_BODY_REQUIRED" in neither.output

@@ -305,11 +305,17 @@ def recover_claims(node: Node, caps: TransportCapabilities, *, own_executor_id: 
 async def sweep_async(node: Node, transport: Transport, *, executor_id: str = "local",
                       limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None,
                       lease_seconds: float = budgets.DISPATCH_LEASE_SECONDS) -> SweepReport:
-    """Recover lapsed claims, then dispatch one bounded batch of due sends, one after another."""
+    """Recover lapsed claims, then dispatch one bounded batch of due sends, at most
+    ``budgets.DISPATCH_CONCURRENCY`` at a time (their database work is synchronous and never interleaves
+    inside a transaction; only the transport's waits overlap)."""
     report = SweepReport(recovered=recover_claims(node, transport.capabilities))
-    for mid in due_ids(node, limit, mailbox_ids):
-        report.results.append(await dispatch_one(node, transport, mid, executor_id=executor_id,
-                                                 lease_seconds=lease_seconds))
+    gate = asyncio.Semaphore(budgets.DISPATCH_CONCURRENCY)
+
+    async def one(mid: str) -> DispatchResult:
+        async with gate:
+            return await dispatch_one(node, transport, mid, executor_id=executor_id, lease_seconds=lease_seconds)
+
+    report.results.extend(await asyncio.gather(*(one(mid) for mid in due_ids(node, limit, mailbox_ids))))
     return report
 
 
