@@ -19,9 +19,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from mailnode.ingress.materialise import materialise_receipt  # noqa: E402
-from mailnode.ingress.smtp import start_listener  # noqa: E402
-from mailnode.outbound.transports.smtp import SmtpTransport  # noqa: E402
+from mailnode.ingress.materialise import materialise_receipt
+from mailnode.ingress.smtp import start_listener
+from mailnode.outbound.transports.smtp import SmtpTransport
 
 
 def free_port() -> int:

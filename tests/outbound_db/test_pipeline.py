@@ -18,7 +18,7 @@ from mailnode.outbound.tables import drafts, send_manifests, send_recipients
 from mailnode.outbound.transports.base import Submission, SubmitOutcome, TransportCapabilities
 from tests.outbound_db.conftest import deliver, inbound
 
-H = lambda token: {"Authorization": f"Bearer {token}"}  # noqa: E731
+H = lambda token: {"Authorization": f"Bearer {token}"}
 
 
 def dsn(final_recipient: str, original_message_id: str, to: str, status: str = "5.1.1") -> bytes:
@@ -104,7 +104,7 @@ def test_a_reply_is_handed_over_bounced_through_ingress_and_answered(
     deliver(listener, inbound("Re: Re: Where is my order?", "<q3@remote.test>",
                               In_Reply_To=f"<{sealed['rfc_message_id']}>"), "customer@remote.test",
             ["support@example.test"])
-    newest = [m for m in _messages(api, installed) if m["subject"] == "Re: Re: Where is my order?"][0]
+    newest = next(m for m in _messages(api, installed) if m["subject"] == "Re: Re: Where is my order?")
     assert newest["conversation_id"] == sealed["conversation_id"]
     actions = [e["action"] for e in api.get("/api/audit", headers=H(installed.token)).json()["entries"]]
     assert "send.sealed" in actions and "send.handed_over" in actions

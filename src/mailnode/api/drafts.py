@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
 from mailnode.api.models import Strict
@@ -18,9 +19,9 @@ class DraftIn(Strict):
 
     mailbox_id: str
     in_reply_to_message_id: str | None = None
-    to: list[str] = []
-    cc: list[str] = []
-    bcc: list[str] = []
+    to: list[str] = Field(default_factory=list)
+    cc: list[str] = Field(default_factory=list)
+    bcc: list[str] = Field(default_factory=list)
     subject: str = ""
     body: str = ""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,14 +28,14 @@ def register(app: typer.Typer) -> None:
         mailbox: Annotated[str, typer.Option(help="The sending mailbox's address (From).")],
         to: Annotated[list[str], typer.Option(help="A recipient address (repeatable).")],
         subject: Annotated[str, typer.Option(help="The Subject.")],
-        body: Annotated[Optional[str], typer.Option(help="The plain-text body.")] = None,
-        body_file: Annotated[Optional[Path], typer.Option(help="Read the body from this UTF-8 file.",
+        body: Annotated[str | None, typer.Option(help="The plain-text body.")] = None,
+        body_file: Annotated[Path | None, typer.Option(help="Read the body from this UTF-8 file.",
                                                           exists=True, dir_okay=False)] = None,
-        cc: Annotated[Optional[list[str]], typer.Option(help="A Cc address (repeatable).")] = None,
-        bcc: Annotated[Optional[list[str]], typer.Option(help="A Bcc address (repeatable).")] = None,
-        as_user: Annotated[Optional[str], typer.Option("--as", help="User id or address (default: the first "
+        cc: Annotated[list[str] | None, typer.Option(help="A Cc address (repeatable).")] = None,
+        bcc: Annotated[list[str] | None, typer.Option(help="A Bcc address (repeatable).")] = None,
+        as_user: Annotated[str | None, typer.Option("--as", help="User id or address (default: the first "
                                                        "administrator).")] = None,
-        data_dir: Annotated[Optional[Path], typer.Option("--data-dir", envvar="MAILNODE_DATA_DIR",
+        data_dir: Annotated[Path | None, typer.Option("--data-dir", envvar="MAILNODE_DATA_DIR",
                                                          help="The node's data directory.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> None:

@@ -195,7 +195,7 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         raised = False
         try:
             outcome = await transport.submit(_submission(row, rec, rendered, text, bounce))
-        except Exception as exc:  # noqa: BLE001 - recorded as the recipient's visible state, traceback logged
+        except Exception as exc:
             log.exception("send.transport_raised manifest=%s recipient=%s", manifest_id, rec.id)
             outcome = SubmitOutcome(state=SubmitState.OUTCOME_UNKNOWN, error_name="transport_raised",
                                     detail=f"the transport raised {type(exc).__name__}: {exc}")
@@ -222,8 +222,8 @@ def _finish(node: Node, row: Any, token: str, final: dict[str, str], errors: lis
     """Write the aggregate under the claim token and audit ``send.<state>``."""
     state = aggregate(final.values())
     now = node.clock.now()
-    values: dict[str, Any] = dict(state=state.value, state_at=now, state_reason=None, lease_until=None,
-                                  claim_token=None, last_error="; ".join(errors)[:2000] or None)
+    values: dict[str, Any] = {"state": state.value, "state_at": now, "state_reason": None, "lease_until": None,
+                              "claim_token": None, "last_error": "; ".join(errors)[:2000] or None}
     if state is SendState.THROTTLED:
         values["release_at"] = now + timedelta(seconds=backoff_seconds(attempts, retry_after))
     counts: dict[str, int] = {}

@@ -273,8 +273,8 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             state_reason=decision.reason.value if decision.reason else None, resend_of=request.resend_of,
         ))
         conn.execute(send_recipients.insert(), [
-            dict(id=new_id("srp"), org_id=org_id, manifest_id=send_id, kind=k, address=a.address,
-                 submission_state=decision.state.value, submission_state_at=now, created_at=now)
+            {"id": new_id("srp"), "org_id": org_id, "manifest_id": send_id, "kind": k, "address": a.address,
+             "submission_state": decision.state.value, "submission_state_at": now, "created_at": now}
             for k, a in rows
         ])
         record_message_id(conn, org_id, message_id, conversation_id, send_id, now)
