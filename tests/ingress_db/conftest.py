@@ -29,5 +29,6 @@ def listener(node: Any, installed: Any) -> Iterator[Any]:
 
     controller = start_listener(node, materialise_now, "127.0.0.1", port)
     controller.port_used = port  # type: ignore[attr-defined]
+    controller.node = node  # type: ignore[attr-defined]
     yield controller
     controller.stop()

@@ -20,8 +20,25 @@ H = lambda token: {"Authorization": f"Bearer {token}"}  # noqa: E731
 
 
 def send(listener: Any, raw: bytes, mail_from: str, rcpts: list[str]) -> Any:
+    """Send, then wait until the listener's materialisation (started after the 250) has caught up."""
     with smtplib.SMTP("127.0.0.1", listener.port_used) as s:
-        return s.sendmail(mail_from, rcpts, raw)
+        refused = s.sendmail(mail_from, rcpts, raw)
+    wait_materialised(listener.node)
+    return refused
+
+
+def wait_materialised(node: Any, seconds: float = 20) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with node.read() as conn:
+            pending = conn.execute(select(func.count()).select_from(ingress_receipts)
+                                   .where(ingress_receipts.c.materialised_at.is_(None))).scalar_one()
+        if pending == 0:
+            return
+        time.sleep(0.02)
+    raise AssertionError("receipts still unmaterialised")
 
 
 def crlf(raw: bytes) -> bytes:
