@@ -7,6 +7,7 @@ unlisted module's tables would be missing from migrations, which the drift test 
 from __future__ import annotations
 
 from mailnode import audit as _audit  # noqa: F401
+from mailnode.butler import run_tables as _butler_runs  # noqa: F401
 from mailnode.butler import tables as _butlers  # noqa: F401
 from mailnode.db.meta import metadata
 from mailnode.directory import tables as _directory  # noqa: F401
