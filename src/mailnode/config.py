@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     trusted_authserv_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
     #: Statement pot per Butler run.
     butler_run_pot: int = budgets.BUTLER_RUN_POT_STATEMENTS
+    #: Seconds a Butler run waits for a person to release its send before it ends ``stopped/release_timed_out``.
+    butler_release_timeout_seconds: float = budgets.APPROVAL_SEND_EXPIRY_SECONDS
     #: Seconds between dispatch sweeps (DBOS schedule).
     dispatch_interval_seconds: int = budgets.DISPATCH_SWEEP_INTERVAL_SECONDS
     #: Seconds between scans for unmaterialised receipts.

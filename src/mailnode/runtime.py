@@ -19,7 +19,8 @@ from mailnode.errors import MailnodeError
 from mailnode.node import Node
 
 #: Modules that declare DBOS workflows; imported before launch so recovery finds every workflow.
-WORKFLOW_MODULES = ("mailnode.ingress.workflows", "mailnode.outbound.workflows")
+WORKFLOW_MODULES = ("mailnode.ingress.workflows", "mailnode.outbound.workflows", "mailnode.butler.engine",
+                    "mailnode.butler.trigger")
 
 _lock = threading.Lock()
 _node: Node | None = None

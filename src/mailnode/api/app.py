@@ -6,7 +6,7 @@ from fastapi import FastAPI
 
 from mailnode import __version__
 from mailnode.api import audit, butlers, directory, drafts, errors, health, mailboxes, messages, sends, webhooks
-from mailnode.api import governance
+from mailnode.api import butler_release, butler_runs, governance
 from mailnode.node import Node
 
 
@@ -15,6 +15,7 @@ def create_app(node: Node) -> FastAPI:
     app = FastAPI(title="mailnode", version=__version__, docs_url="/docs")
     app.state.node = node
     errors.install(app)
-    for module in (health, directory, mailboxes, messages, audit, butlers, drafts, sends, webhooks, governance):
+    for module in (health, directory, mailboxes, messages, audit, butlers, drafts, sends, webhooks, governance,
+                   butler_release, butler_runs):
         app.include_router(module.router)
     return app

@@ -1,10 +1,14 @@
-"""Butlers: small deterministic programs that answer or triage mail (seed 003, issue 6).
+"""Butlers: small deterministic programs that answer or triage mail (seed 003, issues 6 and 7).
 
-This package holds the half of a Butler that does not run and touches no database: the document
-(``ast``), the checker that refuses bad programs with readable findings (``check``), the canonical
-form and its digests (``canonical``), the price of a program in SQL statements (``cost``), the
-expression language (``expr``), the JSON Schema subset ``validate`` honours (``schema_subset``) and
-the offline command line (``cli``). The language reference is ``docs/butlers.md``.
+The program, which touches no database and imports no DBOS, so ``mailnode butler check`` works
+offline: the document (``ast``), the checker (``check``), the canonical form (``canonical``), the price
+in SQL statements (``cost``), the expression language (``expr``), the ``validate`` schema subset
+(``schema_subset``), the capability table (``capability``), the command line (``cli``), and the walk
+(``walk``) with who a reply goes to (``parent``), both pure so the dry run can share them.
 
-Nothing here imports the database or DBOS, so ``mailnode butler check`` works offline.
+The stored and running half, which does touch the database: versions and their lifecycle (``tables``,
+``lifecycle``), the run record (``run_tables``, ``record``), the trigger (``trigger``), the durable
+engine on DBOS (``engine``), the effects through the people's functions (``effects``), the three-term
+authority (``authority``) and the human release gate (``release``). The language reference is
+``docs/butlers.md``.
 """

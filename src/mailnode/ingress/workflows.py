@@ -49,6 +49,12 @@ def materialise_workflow(receipt_id: str) -> str:
 #: and must be a DBOS step or workflow call, so a resumed workflow does not repeat it.
 AFTER_MATERIALISE: list[Callable[[str], object]] = []
 
+# The Butler trigger: every published Butler listening on the delivered-to address gets its run
+# (issue 7). A child workflow, so a resumed materialisation does not start it twice.
+from mailnode.butler.trigger import trigger_workflow  # noqa: E402
+
+AFTER_MATERIALISE.append(trigger_workflow)
+
 
 def start(receipt_ids: list[str]) -> None:
     """Start (or find) the materialisation workflow of each receipt."""

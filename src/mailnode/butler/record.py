@@ -1,0 +1,200 @@
+"""The run record: opening, reading, advancing and closing ``butler_runs`` rows and their effect rows.
+
+Seed 003 "The run record, and the ledger seam"; spec/butler.md §6.1–§6.4. Every function takes a
+``Connection`` already in a transaction and issues the statements its docstring counts, because the
+engine meters each of them against the run's pot. A run moves ``running -> awaiting_release ->
+running`` while it walks and ends in one of ``run_tables.TERMINAL_STATES`` exactly once (``close`` and
+``abandon`` match only a live row). The read functions behind ``GET /api/butler-runs`` never return
+``trigger_facts`` nor an effect's ``binding``: both are mail content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from mailnode.authz import is_admin
+from mailnode.butler.run_tables import LIVE_STATES, butler_run_effects, butler_runs
+from mailnode.butler.tables import butler_versions, butlers
+from mailnode.errors import not_found
+from mailnode.ids import new_id
+
+_R = butler_runs.c
+_E = butler_run_effects.c
+
+
+def open_run(conn: Connection, *, run_id: str, org_id: str, butler_id: str, version_id: str, trigger_event: str,
+             trigger_key: str, facts: dict[str, Any], at: datetime) -> bool:
+    """Insert the run ``running`` with its trigger facts unless it exists; True when inserted (one statement)."""
+    values = {"id": run_id, "org_id": org_id, "butler_id": butler_id, "version_id": version_id, "trigger_event": trigger_event,
+                  "trigger_key": trigger_key, "trigger_facts": facts, "state": "running", "state_at": at, "started_at": at}
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    done = conn.execute(dialect.insert(butler_runs).values(**values).on_conflict_do_nothing(index_elements=["id"]))
+    return bool(done.rowcount == 1)
+
+
+def load(conn: Connection, run_id: str) -> dict[str, Any] | None:
+    """The run with its version and Butler (one statement), or None.
+
+    ``{run_id, org_id, butler_id, butler_name, version_id, version_state, ast_json, published_by,
+    trigger_event, trigger_key, trigger_facts}``.
+    """
+    v = butler_versions.c
+    row = conn.execute(
+        select(_R.id, _R.org_id, _R.butler_id, _R.version_id, _R.trigger_event, _R.trigger_key, _R.trigger_facts,
+               butlers.c.name, v.state, v.ast_json, v.published_by)
+        .join(butler_versions, v.id == _R.version_id).join(butlers, butlers.c.id == _R.butler_id)
+        .where(_R.id == run_id)).first()
+    if row is None:
+        return None
+    return {"run_id": row.id, "org_id": row.org_id, "butler_id": row.butler_id, "butler_name": row.name,
+            "version_id": row.version_id, "version_state": row.state, "ast_json": row.ast_json,
+            "published_by": row.published_by, "trigger_event": row.trigger_event, "trigger_key": row.trigger_key,
+            "trigger_facts": row.trigger_facts}
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What one invocation reads once, uncached: the run's state, its stored spend, and which effect
+    ``seq`` numbers already have a row (those effects are done; their cost is in ``spent``)."""
+
+    state: str
+    spent: int
+    performed: frozenset[int]
+
+
+def invocation(conn: Connection, run_id: str) -> Invocation | None:
+    """The run's state, spend and performed effects (two statements), or None for no such run."""
+    row = conn.execute(select(_R.state, _R.statements_spent).where(_R.id == run_id)).first()
+    if row is None:
+        return None
+    seqs = conn.execute(select(_E.seq).where(_E.run_id == run_id)).scalars().all()
+    return Invocation(state=row.state, spent=int(row.statements_spent), performed=frozenset(int(s) for s in seqs))
+
+
+def add_spend(conn: Connection, run_id: str, statements: int) -> None:
+    """Add ``statements`` to the run's stored spend (one statement)."""
+    conn.execute(update(butler_runs).where(_R.id == run_id)
+                 .values(statements_spent=_R.statements_spent + statements))
+
+
+def effect_row(conn: Connection, run_id: str, seq: int) -> Any | None:
+    """The effect row ``(run_id, seq)`` if it was written (one statement)."""
+    return conn.execute(select(butler_run_effects).where(_E.run_id == run_id, _E.seq == seq)).first()
+
+
+def record_effect(conn: Connection, *, org_id: str, run_id: str, seq: int, step: str, node_id: str, node_type: str,
+                  outcome: str, reason: str | None, subject: str | None, binding: Any, statements: int,
+                  at: datetime) -> None:
+    """Insert one effect row (one statement); a second row for ``(run_id, seq)`` is an IntegrityError."""
+    conn.execute(butler_run_effects.insert().values(
+        id=new_id("bre"), org_id=org_id, run_id=run_id, seq=seq, node_id=node_id, node_type=node_type, step=step,
+        outcome=outcome, reason=reason, subject=subject, statements=statements, binding=binding, at=at))
+
+
+def move(conn: Connection, run_id: str, *, spend: int, at: datetime, park: bool | None = None) -> None:
+    """Add ``spend`` and, with ``park`` True, move ``running -> awaiting_release`` (reason
+    ``butler_release_required``), with ``park`` False move ``awaiting_release -> running`` (one statement)."""
+    q = update(butler_runs).where(_R.id == run_id)
+    values: dict[str, Any] = {"statements_spent": _R.statements_spent + spend}
+    if park is True:
+        q = q.where(_R.state.in_(LIVE_STATES))
+        values.update(state="awaiting_release", outcome_reason="butler_release_required", state_at=at)
+    elif park is False:
+        q = q.where(_R.state.in_(LIVE_STATES))
+        values.update(state="running", outcome_reason=None, state_at=at)
+    conn.execute(q.values(**values))
+
+
+def close(conn: Connection, run_id: str, *, state: str, reason: str | None, nodes_executed: int, effects: int,
+          refusals: int, spend: int, at: datetime) -> bool:
+    """End a live run with its terminal state, reason and counts, adding ``spend`` (one statement).
+
+    False when the run was no longer live (already closed or abandoned): nothing changes then.
+    """
+    done = conn.execute(update(butler_runs).where(_R.id == run_id, _R.state.in_(LIVE_STATES)).values(
+        state=state, outcome_reason=reason, state_at=at, finished_at=at, nodes_executed=nodes_executed,
+        effects=effects, refusals=refusals, statements_spent=_R.statements_spent + spend))
+    return bool(done.rowcount == 1)
+
+
+def abandon(conn: Connection, run_id: str, *, state: str, reason: str, at: datetime) -> bool:
+    """End a live run whose walk is gone (no counts are stated, none are known); True when it was live."""
+    done = conn.execute(update(butler_runs).where(_R.id == run_id, _R.state.in_(LIVE_STATES)).values(
+        state=state, outcome_reason=reason, state_at=at, finished_at=at))
+    return bool(done.rowcount == 1)
+
+
+# --- reading, for administrators ------------------------------------------------------------------
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def run_json(r: Any) -> dict[str, Any]:
+    """A run as the API shows it: everything but ``trigger_facts``."""
+    return {"id": r.id, "butler_id": r.butler_id, "version_id": r.version_id, "trigger_event": r.trigger_event,
+            "trigger_key": r.trigger_key, "state": r.state, "state_at": _iso(r.state_at),
+            "outcome_reason": r.outcome_reason, "started_at": _iso(r.started_at), "finished_at": _iso(r.finished_at),
+            "nodes_executed": r.nodes_executed, "effects": r.effects, "refusals": r.refusals,
+            "statements_spent": r.statements_spent}
+
+
+def effect_json(e: Any) -> dict[str, Any]:
+    """An effect row as the API shows it: everything but ``binding``."""
+    return {"id": e.id, "seq": e.seq, "node_id": e.node_id, "node_type": e.node_type, "step": e.step,
+            "outcome": e.outcome, "reason": e.reason, "subject": e.subject, "statements": e.statements,
+            "at": _iso(e.at)}
+
+
+_RUN_COLUMNS = [c for c in butler_runs.c if c.name != "trigger_facts"]
+
+
+def _no_runs(run_id: str | None = None) -> Exception:
+    return not_found("E_NO_SUCH_BUTLER_RUN", f"No Butler run {run_id}." if run_id else "No Butler runs to show.",
+                     fix="Butler runs are shown to administrators; list them with GET /api/butler-runs.",
+                     **({"run_id": run_id} if run_id else {}))
+
+
+def list_runs(conn: Connection, *, org_id: str, principal_id: str, limit: int, cursor: str | None,
+              butler_id: str | None = None) -> list[dict[str, Any]]:
+    """Runs newest first (by id within a start time), after ``cursor`` (a run id); administrators only.
+
+    Anyone else gets ``E_NO_SUCH_BUTLER_RUN`` (404): the list would disclose that Butlers run.
+    """
+    if not is_admin(conn, org_id, principal_id):
+        raise _no_runs()
+    q = select(*_RUN_COLUMNS).where(_R.org_id == org_id)
+    if butler_id:
+        q = q.where(_R.butler_id == butler_id)
+    if cursor:
+        anchor = conn.execute(select(_R.started_at).where(_R.id == cursor, _R.org_id == org_id)).first()
+        if anchor is not None:
+            q = q.where((_R.started_at < anchor.started_at) | ((_R.started_at == anchor.started_at) & (_R.id < cursor)))
+    rows = conn.execute(q.order_by(_R.started_at.desc(), _R.id.desc()).limit(limit)).all()
+    return [run_json(r) for r in rows]
+
+
+def get_run(conn: Connection, *, org_id: str, principal_id: str, run_id: str) -> dict[str, Any]:
+    """One run with its effect rows in ``seq`` order: ``{...run, "effect_rows": [...]}`` (administrators).
+
+    ``E_NO_SUCH_BUTLER_RUN`` (404) for an absent run and for anyone else alike.
+    """
+    if not is_admin(conn, org_id, principal_id):
+        raise _no_runs(run_id)
+    row = conn.execute(select(*_RUN_COLUMNS).where(_R.id == run_id, _R.org_id == org_id)).first()
+    if row is None:
+        raise _no_runs(run_id)
+    effects = conn.execute(select(butler_run_effects).where(_E.run_id == run_id).order_by(_E.seq)).all()
+    return {**run_json(row), "effect_rows": [effect_json(e) for e in effects]}
+
+
+def run_of_send(conn: Connection, org_id: str, send_id: str) -> Any | None:
+    """``(run_id, state)`` of the run whose effect sealed ``send_id``, or None (one statement)."""
+    return conn.execute(select(_E.run_id, _R.state).join(butler_runs, _R.id == _E.run_id)
+                        .where(_E.org_id == org_id, _E.subject == send_id, _E.node_type == "mail.send.propose")
+                        .order_by(_E.at).limit(1)).first()
