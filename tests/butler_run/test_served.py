@@ -1,0 +1,213 @@
+"""A Butler on a real ``mailnode serve``: a corpus message over SMTP is answered, after a person's release,
+to its envelope sender through a real aiosmtpd smarthost; and a run killed with ``kill -9`` during a
+``wait`` resumes after a restart without repeating an effect."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import smtplib
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from email import message_from_bytes
+from email.policy import default as default_policy
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aiosmtpd.controller import Controller
+
+from tests.butler_run.conftest import MAILBOX, ack_program, program
+from tests.corpus import CORPUS
+from tests.ingress_db.conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+MAILNODE = [sys.executable, "-m", "mailnode.cli"]
+
+
+@dataclass
+class _Sink:
+    """An aiosmtpd smarthost that keeps every transaction."""
+
+    received: list[tuple[str, list[str], bytes]] = field(default_factory=list)
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.received.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
+        return "250 2.0.0 Ok: queued"
+
+
+class Served:
+    """One ``mailnode serve`` process over a data directory, restartable and killable."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
+        self.data_dir, self.env = data_dir, env
+        self.http, self.smtp = free_port(), free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.logs: list[Any] = []
+        out = subprocess.run([*MAILNODE, "init", "--data-dir", str(data_dir), "--org", "Example", "--domain",
+                              "example.test", "--admin-email", "alex@example.test", "--json"],
+                             env=env, check=True, capture_output=True, text=True)
+        self.installed = json.loads(out.stdout)
+        self.headers = {"Authorization": f"Bearer {self.installed['token']}"}
+
+    def start(self) -> Served:
+        # The log file lives as long as the process writing to it; ``stop`` and ``kill9`` close it.
+        log = open(self.data_dir / f"serve-{time.time_ns()}.log", "wb")  # noqa: SIM115
+        self.logs.append(log)
+        self.proc = subprocess.Popen([*MAILNODE, "serve", "--data-dir", str(self.data_dir), "--http",
+                                      f"127.0.0.1:{self.http}", "--smtp", f"127.0.0.1:{self.smtp}"],
+                                     env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.http}/api/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            assert self.proc.poll() is None, "mailnode serve exited"
+            time.sleep(0.2)
+        raise AssertionError("mailnode serve did not answer within 60 s")
+
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        r = httpx.request(method, f"http://127.0.0.1:{self.http}{path}", headers=self.headers, timeout=30, **kw)
+        assert r.status_code < 300, r.text
+        return r.json()
+
+    def publish(self, doc: dict[str, Any], *relations: str) -> str:
+        bid = self.call("POST", "/api/butlers", json={"name": doc["metadata"]["name"],
+                                                      "source": json.dumps(doc)})["butler"]["id"]
+        self.call("POST", f"/api/butlers/{bid}/publish")
+        for relation in relations:
+            self.call("POST", "/api/access", json={"subject_id": bid, "relation": relation,
+                                                   "object_id": self.installed["mailbox_id"]})
+        return str(bid)
+
+    def run(self, until: Callable[[dict[str, Any]], bool], seconds: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            runs = self.call("GET", "/api/butler-runs")["butler_runs"]
+            if runs and until(runs[0]):
+                return dict(self.call("GET", f"/api/butler-runs/{runs[0]['id']}")["butler_run"])
+            time.sleep(0.2)
+        raise AssertionError(f"no run got there: {self.call('GET', '/api/butler-runs')}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._close_logs()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
+        self._close_logs()
+
+    def _close_logs(self) -> None:
+        for log in self.logs:
+            log.close()
+        self.logs.clear()
+
+
+@pytest.fixture
+def sink() -> Iterator[tuple[_Sink, int]]:
+    handler = _Sink()
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield handler, port
+    finally:
+        controller.stop()
+
+
+@pytest.fixture
+def served(tmp_path: Path, database_url: str, sink: tuple[_Sink, int]) -> Iterator[Served]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAILNODE_")}
+    env.update({"MAILNODE_DATABASE_URL": database_url, "MAILNODE_MATERIALISE_SCAN_INTERVAL_SECONDS": "1",
+                "MAILNODE_DISPATCH_INTERVAL_SECONDS": "1", "MAILNODE_TRANSPORT": "smtp",
+                "MAILNODE_SMTP_RELAY": f"127.0.0.1:{sink[1]}", "MAILNODE_SMTP_TLS": "none",
+                "MAILNODE_BUTLER_RELEASE_TIMEOUT_SECONDS": "120"})
+    s = Served(tmp_path / "node", env)
+    yield s
+    s.stop()
+
+
+def _corpus_message() -> tuple[bytes, str]:
+    """A real corpus message addressed to the mailbox, with From: and Reply-To: naming other people."""
+    raw = (CORPUS / "bounces" / "is-not-bounce-01.eml").read_bytes()
+    msg = message_from_bytes(raw, policy=default_policy)
+    for name, value in (("To", MAILBOX), ("From", "Header Sender <header-from@elsewhere.test>"),
+                        ("Reply-To", "reply-here@third.test"), ("Return-Path", "<customer@remote.test>")):
+        del msg[name]
+        msg[name] = value
+    out = msg.as_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    return out, str(msg["Message-Id"]).strip()
+
+
+def test_a_corpus_message_over_smtp_is_answered_to_its_envelope_sender_after_a_release(
+        served: Served, sink: tuple[_Sink, int]) -> None:
+    served.start()
+    served.call("PATCH", f"/api/mailboxes/{served.installed['mailbox_id']}", json={"hold_window_seconds": 0})
+    # The acknowledgement replies to the parent, so the Butler reads the parent's mailbox too.
+    served.publish(ack_program(), "send.propose", "mailbox.content.read")
+    raw, rfc_id = _corpus_message()
+    with smtplib.SMTP("127.0.0.1", served.smtp) as c:
+        c.sendmail("customer@remote.test", [MAILBOX], raw)
+
+    run = served.run(lambda r: r["state"] == "awaiting_release")
+    assert "trigger_facts" not in run
+    rows = run["effect_rows"]
+    assert [(e["node_id"], e["outcome"], e["reason"]) for e in rows] == [
+        ("reply", "ok", None), ("propose", "ok", "butler_release_required")]
+    send_id = rows[1]["subject"]
+    time.sleep(2)  # two dispatch sweeps: an unreleased Butler send does not move
+    assert sink[0].received == []
+    assert served.call("GET", f"/api/sends/{send_id}")["send"]["state"] == "awaiting"
+
+    released = served.call("POST", f"/api/sends/{send_id}/release")["release"]
+    assert released["resumed"] is True and released["run_id"] == run["id"]
+    deadline = time.monotonic() + 30
+    while not sink[0].received and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(sink[0].received) == 1
+    _, rcpts, content = sink[0].received[0]
+    assert rcpts == ["customer@remote.test"]
+    sent = message_from_bytes(content, policy=default_policy)
+    assert sent["To"] == "customer@remote.test" and "reply-here" not in str(sent) and "header-from" not in sent["To"]
+    assert sent["Auto-Submitted"] == "auto-replied"
+    assert sent["In-Reply-To"] == rfc_id and rfc_id in sent["References"]
+    assert sent["From"] == MAILBOX
+    done = served.run(lambda r: r["state"] == "finished")
+    assert (done["effects"], done["refusals"], done["outcome_reason"]) == (2, 0, None)
+
+
+def test_kill_9_during_a_wait_resumes_without_repeating_an_effect(served: Served) -> None:
+    served.start()
+    served.publish(program([
+        {"id": "read", "type": "lookup", "entity": "case", "entityId": "${event.case_id}", "as": "c",
+         "next": "pause"},
+        {"id": "pause", "type": "wait", "seconds": 6, "next": "take"},
+        {"id": "take", "type": "case.assign", "caseId": "${steps.c.id}", "assignee": "${butler.id}", "next": None},
+    ], "read", ["mailbox.metadata.read", "send.propose"], name="waits"), "send.propose", "mailbox.metadata.read")
+    with smtplib.SMTP("127.0.0.1", served.smtp) as c:
+        c.sendmail("customer@remote.test", [MAILBOX],
+                   b"From: c@remote.test\r\nTo: support@example.test\r\nSubject: wait\r\nMessage-ID: <w1@remote.test>"
+                   b"\r\n\r\nhi\r\n")
+    before = served.run(lambda r: r["state"] == "running" and r["statements_spent"] > 0
+                        and len(served.call("GET", f"/api/butler-runs/{r['id']}")["butler_run"]["effect_rows"]) == 1)
+    assert [e["node_id"] for e in before["effect_rows"]] == ["read"]
+    served.kill9()
+    served.start()
+    after = served.run(lambda r: r["state"] == "finished", seconds=60)
+    assert after["id"] == before["id"]
+    assert after["effect_rows"][0] == before["effect_rows"][0]
+    assert [(e["node_id"], e["outcome"]) for e in after["effect_rows"]] == [("read", "ok"), ("take", "ok")]
+    claims = served.call("GET", "/api/audit", params={"action": "case.claimed"})["entries"]
+    assert len(claims) == 1 and claims[0]["actor_kind"] == "butler"
