@@ -256,3 +256,30 @@ RETENTION_SCAN_WINDOW_MAX = 500
 #: breaker flapping at its threshold sends administrators one notice, not one per flap. Sized: an hour,
 #: the volume breaker's window (BREAKER_VOLUME_WINDOW_SECONDS).
 NOTICE_BREAKER_EPISODE_QUIET_SECONDS = 3600
+
+# --- Demo (``mailnode demo``) ---------------------------------------------------------------------
+
+#: Seconds ``mailnode serve`` may take to answer ``/api/health`` after it is started (sized: a cold start
+#: with migrations and DBOS launch takes 3-6 s here; tests/butler_run/test_served.py allows the same 60).
+DEMO_NODE_START_TIMEOUT_SECONDS = 60.0
+#: Seconds one awaited outcome (a message materialised, a run parked or ended, a send at the sink) may
+#: take before the demo reports the step as failed (sized: each takes under 3 s with the intervals below).
+DEMO_STEP_TIMEOUT_SECONDS = 45.0
+#: Seconds between two readings while the demo waits for an outcome (sized: a person watching).
+DEMO_POLL_INTERVAL_SECONDS = 0.2
+#: Seconds one HTTP request to the demo node, or one CLI command it runs, may take (sized generously).
+DEMO_REQUEST_TIMEOUT_SECONDS = 60.0
+#: Seconds the node may take to stop after SIGTERM before it is killed (sized: DBOS shutdown takes ~2 s).
+DEMO_STOP_TIMEOUT_SECONDS = 30.0
+#: The demo node's dispatch sweep and materialise scan, seconds (must divide 60; sized: fast enough that the
+#: demo does not wait, slow enough not to matter on a laptop).
+DEMO_DISPATCH_INTERVAL_SECONDS = 1
+DEMO_MATERIALISE_SCAN_INTERVAL_SECONDS = 1
+#: The demo's front-desk hold window, seconds: a released reply leaves at once so the report can show it.
+DEMO_HOLD_WINDOW_SECONDS = 0
+#: Seconds the demo watches the smarthost to show that an unreleased Butler send does not leave (two
+#: dispatch sweeps at DEMO_DISPATCH_INTERVAL_SECONDS).
+DEMO_UNRELEASED_WATCH_SECONDS = 2.0
+#: The demo report's narrowest width, characters: tables keep one row per line when the output is a pipe
+#: (CI logs), where rich would otherwise assume 80 columns (sized: the widest table, the runs, fits in 160).
+DEMO_REPORT_MIN_WIDTH = 160
