@@ -129,14 +129,16 @@ def _check_subject(conn: Connection, org_id: str, subject_id: str) -> None:
                         fix="List users with GET /api/users and teams with GET /api/teams.", subject_id=subject_id)
 
 
-def grant(conn: Connection, *, org_id: str, actor_id: str, at: datetime, subject_id: str, relation: str,
+def grant(conn: Connection, *, org_id: str, actor_id: str | None, at: datetime, subject_id: str, relation: str,
           object_id: str) -> Grant:
     """Grant ``relation`` on ``object_id`` to ``subject_id`` (administrators only; idempotent; audited once).
 
-    Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_RELATION_UNKNOWN`` (422), ``E_ID_MALFORMED`` (422),
-    ``E_NO_SUCH_SUBJECT`` / ``E_NO_SUCH_MAILBOX`` (404).
+    ``actor_id`` None is the installer at the data directory (``mailnode access grant``), audited with
+    ``actor_kind = installer``. Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_RELATION_UNKNOWN`` (422),
+    ``E_ID_MALFORMED`` (422), ``E_NO_SUCH_SUBJECT`` / ``E_NO_SUCH_MAILBOX`` (404).
     """
-    require_admin(conn, org_id, actor_id, "grant access")
+    if actor_id is not None:
+        require_admin(conn, org_id, actor_id, "grant access")
     object_type = RELATIONS.get(relation)
     if object_type is None:
         raise invalid(
@@ -175,7 +177,8 @@ def grant(conn: Connection, *, org_id: str, actor_id: str, at: datetime, subject
         )
     )
     audit.append(conn, org_id=org_id, at=at, action="access.granted", actor_id=actor_id, subject=tid,
-                 detail={"subject_id": subject_id, "relation": relation, "object_id": object_id})
+                 detail={"subject_id": subject_id, "relation": relation, "object_id": object_id},
+                 actor_kind="installer" if actor_id is None else None)
     return Grant(tid, subject_id, relation, object_type, object_id, at)
 
 

@@ -10,6 +10,7 @@ code 1 (2 for ``doctor``'s refuse verdict). Local administrative commands (``tok
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -23,9 +24,11 @@ app = typer.Typer(name="mailnode", help="A self-hosted mail node.", no_args_is_h
 token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
 mailbox_app = typer.Typer(help="Mailboxes.", no_args_is_help=True)
 audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
+access_app = typer.Typer(help="Relations people, teams, Butlers and applications hold.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 app.add_typer(mailbox_app, name="mailbox")
 app.add_typer(audit_app, name="audit")
+app.add_typer(access_app, name="access")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -103,6 +106,14 @@ def init(
     out.print(f"  token         [bold]{done.token}[/bold]   (shown once: keep it)")
 
 
+def _self_command() -> str:
+    """How to run this same mailnode again: the script that is running, else ``python -m mailnode.cli``."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "mailnode":
+        return str(argv0)
+    return f"{sys.executable} -m mailnode.cli"
+
+
 @app.command()
 def quickstart(
     data_dir: DataDir = None,
@@ -132,7 +143,7 @@ def quickstart(
     out.print("Next, in another terminal:")
     out.print(f"  1. curl -H 'Authorization: Bearer {done.token}' http://{http}/api/mailboxes")
     out.print(f"  2. open http://{http}/docs for every route")
-    out.print(f"  3. mailnode doctor --data-dir {settings.data_dir}")
+    out.print(f"  3. {_self_command()} doctor --data-dir {settings.data_dir}")
 
 
 @app.command()
@@ -242,6 +253,55 @@ def mailbox_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     for b in boxes:
         table.add_row(b["id"], b["name"], ", ".join(b["addresses"]), str(b["hold_window_seconds"]))
     out.print(table)
+
+
+@access_app.command("grant")
+def access_grant(
+    subject: Annotated[str, typer.Option(help="A user's id or address, a team's id or name, or a btl_/app_ id.")],
+    relation: Annotated[str, typer.Option(help="org.admin, mailbox.metadata.read, mailbox.content.read, "
+                                               "send.propose or approval.decide.")],
+    mailbox: Annotated[Optional[str], typer.Option(help="The mailbox's id or one of its addresses "
+                                                        "(not for org.admin).")] = None,
+    data_dir: DataDir = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Grant a relation as the installer at the data directory (the API's POST /api/access, for administrators)."""
+    from sqlalchemy import func, select
+
+    from mailnode import authz
+    from mailnode.directory.tables import teams, users
+    from mailnode.mail.mailboxes import mailbox_by_address
+
+    try:
+        node = _open(data_dir)
+        org_id = _require_org(node)
+        with node.begin() as conn:
+            subject_id = subject
+            if "@" in subject:
+                row = conn.execute(select(users.c.id).where(users.c.org_id == org_id,
+                                                            func.lower(users.c.email) == subject.lower())).first()
+                subject_id = row.id if row else subject
+            elif not subject.startswith(("usr_", "tm_", "btl_", "app_")):
+                row = conn.execute(select(teams.c.id).where(teams.c.org_id == org_id, teams.c.name == subject)).first()
+                subject_id = row.id if row else subject
+            object_id = org_id
+            if relation != "org.admin":
+                if not mailbox:
+                    raise MailnodeError(code="E_MAILBOX_REQUIRED", what=f"{relation} is held on a mailbox.",
+                                        why="Every relation but org.admin names the mailbox it is held on.",
+                                        fix="Add --mailbox ADDRESS (see mailnode mailbox list).", status=422)
+                hit = mailbox_by_address(conn, mailbox) if "@" in mailbox else None
+                object_id = hit.mailbox_id if hit else mailbox
+            g = authz.grant(conn, org_id=org_id, actor_id=None, at=node.clock.now(), subject_id=subject_id,
+                            relation=relation, object_id=object_id)
+        node.close()
+    except MailnodeError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps({"grant": g.to_json()}))
+    else:
+        out.print(f"granted {g.relation} on {g.object_id} to {g.subject_id} ({g.id})")
 
 
 @audit_app.command("verify")
