@@ -78,10 +78,17 @@ DISPATCH_BACKOFF_MAX_SECONDS = 3600
 #: Distinct recipients one send may carry (sized: correspondence, not a list server; the reference has none).
 SEND_RECIPIENTS_MAX = 100
 #: Statement budget of a seal with no policies (reference: 12 subrequests; measured here by
-#: tests/outbound_db/test_budgets.py, a new conversation: 8).
+#: tests/outbound_db/test_budgets.py, a new conversation: 10 on SQLite and PostgreSQL, of which governance's
+#: facts are 2, the breaker statement and the live policies; 8 before governance was wired). Not raised.
 SEAL_MAX_STATEMENTS = 12
-#: Statement budget of dispatching one send to one recipient (reference: 17; measured here by
-#: tests/outbound_db/test_budgets.py: 10).
+#: Statement budget of a seal that asks for an approval (reference: 13-14, 15 with a team-scoped stage;
+#: measured here by tests/governance_e2e/test_budgets.py, one stage without a team: 15, the no-policy
+#: seal's 10 + the mailbox's deciders 1 + the approval, its stages and approval.requested 4). The bound
+#: adds the 1 a team-scoped stage's rosters read (GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS).
+SEAL_APPROVAL_REQUIRED_MAX_STATEMENTS = 16
+#: Statement budget of dispatching one send to one recipient (reference: 17 unapproved, 25 approved;
+#: measured here by tests/outbound_db/test_budgets.py: 12, of which governance's recheck is 2, 10 before
+#: it was wired; an approved send 14, tests/governance_e2e/test_budgets.py). Not raised.
 DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS = 17
 #: Sends one sweep submits at the same time (their transport waits overlap; sized: a smarthost accepts
 #: tens of concurrent sessions, and a batch is DISPATCH_BATCH_MAX; measured by bench/dispatch.py).

@@ -20,8 +20,9 @@ def test_seal_and_dispatch_stay_within_their_statement_budgets(node: Any, instal
     with node.meter.measure(keep_sql=True) as sealing:
         sealed = seal(node, org_id=installed.org_id, author_id=installed.user_id, request=request)
     assert sealing.count <= budgets.SEAL_MAX_STATEMENTS, sealing.statements
-    # Measured: authority 1, mailbox and addresses 1, conversation 1, manifest 1, recipients 1,
-    # Message-ID 1, audit 2 = 8 (on SQLite and PostgreSQL).
+    # Measured: authority 1, mailbox and addresses 1, governance's facts 2 (the breaker statement, the
+    # live policies), conversation 1, manifest 1, recipients 1, Message-ID 1, audit 2 = 10 (on SQLite and
+    # PostgreSQL).
 
     async def one() -> dispatch.DispatchResult:
         return await dispatch.dispatch_one(node, sink.transport(), sealed.id)
@@ -32,5 +33,5 @@ def test_seal_and_dispatch_stay_within_their_statement_budgets(node: Any, instal
         result = asyncio.run(one())
     assert result.state == "handed_over"
     assert dispatching.count <= budgets.DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS, dispatching.statements
-    # Measured: read 1, authority 1, claim 1, recipients 1, bounce domain 1, mark 1, outcome 1,
-    # aggregate 1, audit 2 = 10.
+    # Measured: read 1, authority 1, governance's recheck 2 (breakers, live policies), claim 1,
+    # recipients 1, bounce domain 1, mark 1, outcome 1, aggregate 1, audit 2 = 12.

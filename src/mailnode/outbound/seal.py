@@ -9,12 +9,21 @@ Order, each step refusing before anything is stored:
    ``E_HEADER_INJECTION``, 422), de-duplicated case-insensitively (first mention wins, To, Cc, Bcc);
    the Subject checked for CR/LF; ``E_NO_RECIPIENTS`` / ``E_TOO_MANY_RECIPIENTS`` (422);
 4. a reply parent the author can read (``mailbox.content.read``), else ``E_NO_SUCH_PARENT`` (404);
-5. the gates in their total order (``outbound.gates.decide``);
-6. the bytes rendered (``outbound.render``), and the typed body, the normalised body and the rendered
+5. the bytes rendered (``outbound.render``), and the typed body, the normalised body and the rendered
    message written to the evidence store;
-7. one transaction: the conversation (the parent's, or a new one), the manifest (its id is the effect
-   key), one recipient row per distinct address, the Message-ID recorded for threading, ``send.sealed``
-   in the audit trail, and the retired draft when sealing from one.
+6. one transaction: governance's facts (``governance.gatefacts.seal_facts``: the policy outcome and its
+   versions, the approval plan, the domain pause, the rate breakers; 2 statements, 3-4 when approval is
+   required), the gates in their total order (``outbound.gates.decide``), then the conversation (the
+   parent's, or a new one), the manifest (its id is the effect key; ``policy_outcome`` and
+   ``policy_versions`` bound on it for the hand-over recheck), one recipient row per distinct address,
+   the Message-ID recorded for threading, ``send.sealed`` in the audit trail, and the retired draft when
+   sealing from one. In the same transaction: a send sealed ``awaiting/policy_approval_required`` gets its
+   approval request (``approval.requested``), and one sealed ``awaiting/breaker_*`` its
+   ``send.rate_limited`` (``at: seal``). A send sealed ``withheld`` writes no approval (spec/outbound.md
+   Part A 1), and a rate gate applies only over an otherwise-allowed send (it ranks last but ``allow``).
+
+Governance's facts are read inside the writing transaction, so the approval plan, the pause and the
+breaker readings are the ones the manifest is written under.
 
 ``release_at`` = seal time + the mailbox's hold window (``budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS`` when
 unset; 0 = immediately movable). A Butler author's mail carries ``Auto-Submitted: auto-replied`` and
@@ -33,6 +42,7 @@ from sqlalchemy import Connection, delete, select
 from mailnode import audit, budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
+from mailnode.governance import breakers, gatefacts
 from mailnode.ids import new_id, parse_id, prefix_of
 from mailnode.mail.message_tables import messages
 from mailnode.mail.tables import mailbox_addresses, mailboxes
@@ -48,7 +58,7 @@ from mailnode.outbound.render import (
     normalise_body,
     render,
 )
-from mailnode.outbound.states import SendState
+from mailnode.outbound.states import SendState, StateReason
 from mailnode.outbound.tables import drafts, send_manifests, send_recipients
 
 #: Recipient kinds in the order their first mention wins.
@@ -98,12 +108,17 @@ class Sealed:
     rfc_message_id: str
     conversation_id: str
     recipients: int
+    policy_outcome: str | None = None
+    approval_id: str | None = None
+    last_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The API shape (the full send is at ``GET /api/sends/{id}``)."""
         return {"id": self.id, "state": self.state.value, "state_reason": self.state_reason,
                 "release_at": self.release_at.isoformat(), "rfc_message_id": self.rfc_message_id,
-                "conversation_id": self.conversation_id, "recipients": self.recipients}
+                "conversation_id": self.conversation_id, "recipients": self.recipients,
+                "policy_outcome": self.policy_outcome, "approval_id": self.approval_id,
+                "last_error": self.last_error}
 
 
 def may_not_send(mailbox_id: str) -> MailnodeError:
@@ -210,14 +225,48 @@ def _read_facts(conn: Connection, org_id: str, author_id: str, req: SealRequest)
     return _Facts(budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS if hold is None else int(hold), sender, parent)
 
 
+def _caller_facts(facts: gates.GateFacts | None) -> gates.GateFacts:
+    """The caller's facts, refused when they name a fact the seal reads itself (a defect, not a gate)."""
+    base = facts or gates.GateFacts()
+    owned = gates.GateFacts(provider_unavailable=base.provider_unavailable)
+    if base != owned:
+        raise MailnodeError(code="E_SEAL_FACTS_OWNED", what="The seal was handed governance facts.",
+                            why="Policy, approval, the domain pause and the rate breakers are read by the seal "
+                                "itself (governance.gatefacts), inside its transaction; a caller's copy could "
+                                "disagree with the rows the manifest is written under.",
+                            fix="Pass only provider_unavailable; this is a defect in the caller, report it.",
+                            status=500, detail={"facts": repr(base)})
+    return base
+
+
+def _seal_error(decision: gates.Decision, gov: gatefacts.GovernanceFacts, domain: str) -> str | None:
+    """``last_error`` of a freshly sealed send: the specifics behind its reason, or None for ``held``."""
+    reason = decision.reason
+    if reason is StateReason.POLICY_DENIED:
+        versions = ", ".join(gov.audit_detail()["policy_versions"]) or "no published version"
+        return f"Denied by policy ({versions}); publish a new version to change it (POST /api/policies/{{id}}/draft)."
+    if reason is StateReason.APPROVAL_UNSATISFIABLE:
+        return gov.shortfall_sentence()
+    if reason is StateReason.DOMAIN_PAUSED and gov.domain_pause is not None:
+        p = gov.domain_pause
+        return (f"Sending from {domain} is paused since {p.placed_at.isoformat()}: {p.reason} "
+                f"(lift: POST /api/domain-pauses/{p.id}/lift).")
+    if decision.gate is gates.Gate.RATE_GATE and gov.breakers.gate is not None:
+        return gov.breakers.gate.sentence
+    return None
+
+
 def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft_id: str | None = None,
          facts: gates.GateFacts | None = None) -> Sealed:
     """Seal ``request`` as ``author_id`` (a user, a Butler or an application) and return the manifest.
 
-    ``facts`` lets a later layer (policy, breakers, provider) pass what it evaluated; the Butler release
-    fact is always derived here from the author. Raises the codes in the module docstring; nothing is
-    stored when it raises. ``draft_id`` names the draft this seal retires (deleted in the same transaction).
+    ``facts`` carries what a later layer evaluated that the seal does not read itself (today
+    ``provider_unavailable``); the Butler release fact is always derived here from the author, and the
+    governance facts are read by the seal (``E_SEAL_FACTS_OWNED``, 500, when a caller passes them).
+    Raises the codes in the module docstring; nothing is stored when it raises. ``draft_id`` names the
+    draft this seal retires (deleted in the same transaction).
     """
+    base = _caller_facts(facts)
     reject_header_injection("Subject", request.subject)
     recipients = validate_recipients(request.to, request.cc, request.bcc)
     with node.read() as conn:
@@ -238,11 +287,6 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
         auto = "auto-replied"
     elif request.notice:
         auto = "auto-generated"
-    base = facts or gates.GateFacts()
-    decision = gates.decide(gates.GateFacts(
-        policy_outcome=base.policy_outcome, approval_satisfiable=base.approval_satisfiable,
-        domain_paused=base.domain_paused, butler_release_required=prefix_of(author_id) == "btl",
-        provider_unavailable=base.provider_unavailable, rate_gate=base.rate_gate))
     to = tuple(a.address for k, a in recipients if k == "to")
     cc = tuple(a.address for k, a in recipients if k == "cc")
     bcc = tuple(a.address for k, a in recipients if k == "bcc")
@@ -256,7 +300,19 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     release_at = now + timedelta(seconds=f.hold_window)
     rows = [(k, a) for k, a in recipients
             if request.envelope_only is None or a.key in request.envelope_only]
+    signals = breakers.delivery_signals_of(node.settings.transport)
     with node.begin() as conn:
+        gov = gatefacts.seal_facts(conn, org_id=org_id, mailbox_id=request.mailbox_id, author_id=author_id,
+                                   recipients=[a.address for _, a in rows], is_reply=f.parent is not None,
+                                   sending_domain=domain, now=now, delivery_signals=signals)
+        inputs = gov.gate_inputs()
+        rate = inputs.pop("rate_gate")
+        decision = gates.decide(gates.GateFacts(
+            **inputs, rate_gate=StateReason(rate) if rate is not None else None,
+            butler_release_required=prefix_of(author_id) == "btl",
+            provider_unavailable=base.provider_unavailable))
+        reason = decision.reason.value if decision.reason else None
+        last_error = _seal_error(decision, gov, domain)
         if f.parent is not None:
             conversation_id = str(f.parent.conversation_id)
         else:
@@ -270,7 +326,8 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             references_header=" ".join(references) or None, auto_submitted=auto, fidelity="authored",
             body_typed_sha256=typed_sha, body_normalised_sha256=normalised_sha, rendered_sha256=rendered_sha,
             sealed_at=now, release_at=release_at, state=decision.state.value, state_at=now,
-            state_reason=decision.reason.value if decision.reason else None, resend_of=request.resend_of,
+            state_reason=reason, last_error=last_error, resend_of=request.resend_of,
+            policy_outcome=gov.policy.outcome.value, policy_versions=gov.policy.version_ids,
         ))
         conn.execute(send_recipients.insert(), [
             {"id": new_id("srp"), "org_id": org_id, "manifest_id": send_id, "kind": k, "address": a.address,
@@ -282,13 +339,22 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             conn.execute(delete(drafts).where(drafts.c.id == draft_id, drafts.c.author_id == author_id))
         audit.append(conn, org_id=org_id, at=now, action="send.sealed", actor_id=author_id, subject=send_id,
                      detail={"mailbox_id": request.mailbox_id, "recipients": len(rows), "state": decision.state.value,
-                             "state_reason": decision.reason.value if decision.reason else None,
-                             "gate": decision.gate.name.lower(), "in_reply_to": request.in_reply_to_message_id,
-                             "release_at": release_at.isoformat(), "resend_of": request.resend_of,
-                             "draft_id": draft_id})
+                             "state_reason": reason, "gate": decision.gate.name.lower(),
+                             "in_reply_to": request.in_reply_to_message_id, "release_at": release_at.isoformat(),
+                             "resend_of": request.resend_of, "draft_id": draft_id, **gov.audit_detail()})
+        # The approval is asked only of a send that waits for it: a refusal outranks the gate and
+        # writes no approval row (spec/outbound.md Part A 1). ``approval.requested`` names the send.
+        approval_id = None
+        if decision.reason is StateReason.POLICY_APPROVAL_REQUIRED:
+            approval_id = gatefacts.write_approval_request(conn, org_id=org_id, manifest_id=send_id, facts=gov,
+                                                           now=now)
+        gate_reading = gov.breakers.gate
+        if decision.gate is gates.Gate.RATE_GATE and gate_reading is not None:
+            gatefacts.record_rate_limited(conn, org_id=org_id, manifest_id=send_id, mailbox_id=request.mailbox_id,
+                                          reading=gate_reading, now=now, at="seal", guard=None)
         if request.resend_of is not None:
             audit.append(conn, org_id=org_id, at=now, action="send.resent", actor_id=author_id, subject=send_id,
                          detail={"resend_of": request.resend_of, "reason": (request.resend_reason or "")[:300],
                                  "duplicate_possible": True})
-    return Sealed(send_id, decision.state, decision.reason.value if decision.reason else None, release_at,
-                  message_id.strip("<>"), conversation_id, len(rows))
+    return Sealed(send_id, decision.state, reason, release_at, message_id.strip("<>"), conversation_id, len(rows),
+                  gov.policy.outcome.value, approval_id, last_error)
