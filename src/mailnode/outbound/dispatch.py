@@ -2,9 +2,20 @@
 
 ``dispatch_one`` moves one send, in this order (spec/outbound.md §1.7; issue 4):
 1. read it under ``movable_now`` (``outbound.movable``; nothing else decides what may move);
-2. recheck: the author still holds ``send.propose`` (else ``withheld/authority_lost``), the sealed bytes
-   are still in the evidence store unaltered (else ``withheld/evidence_changed``); a refusal spends no
-   attempt (later issues add their rechecks here, before the claim);
+2. recheck, all before the claim so a refusal or a gate spends no attempt: the author still holds
+   ``send.propose`` (else ``withheld/authority_lost``); then governance
+   (``governance.gatefacts.recheck_facts``, 2 statements, 4 for a send bound ``require_approval``): the
+   domain pause, the approval (revoked, expired, an approver no longer eligible) and the policy
+   re-evaluated for every send (stricter than the bound outcome: ``policy_stricter``) withhold with
+   their reason, recipients following; a tripped rate breaker gates the send ``awaiting/breaker_*``
+   (``record_rate_limited`` guarded by ``movable_now`` and by not already waiting for that reason, so
+   ``send.rate_limited`` is written on the transition only, however many sweeps find it still tripped);
+   then the sealed bytes are still in the evidence store unaltered (else ``withheld/evidence_changed``).
+   Refusals come before the rate gate: a refusal says never and a gate says wait, so gating a send that
+   will be refused anyway only delays the reason a person must act on (the reference asked the rates
+   first; mailnode keeps governance's order, spec/outbound.md §1.7 notwithstanding). A send gated here
+   drains by itself: ``movable_now`` re-admits ``awaiting/breaker_*`` and the next sweep asks again;
+   policy and approval gates never reach this function;
 3. claim: one conditional update to ``outcome_unknown`` (attempts + 1, a lease, ``state_reason`` cleared,
    ``first_attempt_at`` set once and never moved, a claim token); losing the race is not an error;
 4. per recipient that ``states.recipient_submittable`` allows: mark the row ``outcome_unknown`` (attempts
@@ -38,6 +49,7 @@ from ulid import ULID
 from mailnode import audit, budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError
+from mailnode.governance import gatefacts
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
@@ -155,6 +167,20 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
             withhold(conn, row, StateReason.AUTHORITY_LOST, now,
                      f"{row.author_id} no longer holds send.propose on {row.mailbox_id}.")
             return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.AUTHORITY_LOST.value)
+        gov = gatefacts.recheck_facts(
+            conn, org_id=row.org_id, manifest_id=row.id, mailbox_id=row.mailbox_id, author_id=row.author_id,
+            recipients=[*row.to_addresses, *row.cc_addresses, *row.bcc_addresses],
+            is_reply=row.in_reply_to_message_id is not None, sending_domain=row.envelope_from.rpartition("@")[2],
+            bound_outcome=row.policy_outcome, now=now, delivery_signals=str(caps.delivery_signals))
+        if gov.withhold_reason is not None:
+            reason = StateReason(gov.withhold_reason)
+            withhold(conn, row, reason, now, gov.withhold_detail)
+            return DispatchResult(manifest_id, SendState.WITHHELD.value, reason.value)
+        if gov.rate_gate is not None:
+            gated = gatefacts.record_rate_limited(conn, org_id=row.org_id, manifest_id=row.id,
+                                                  mailbox_id=row.mailbox_id, reading=gov.rate_gate, now=now,
+                                                  at="dispatch", guard=movable_now_sql(now))
+            return DispatchResult(manifest_id, SendState.AWAITING.value if gated else None, gov.rate_gate.reason)
         try:
             rendered = node.evidence.get(row.rendered_sha256)
             text = node.evidence.get(row.body_typed_sha256).decode("utf-8")
