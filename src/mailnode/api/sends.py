@@ -1,8 +1,9 @@
-"""Routes for sends: seal (``POST /api/sends``), read, cancel and retry.
+"""Routes for sends: seal (``POST /api/sends``), read, cancel, release a policy hold, and retry.
 
 ``POST /api/sends`` seals from ``{"draft_id"}`` (the caller's draft, retired by the seal) or from an
-inline composition, then wakes the dispatcher (at ``release_at``). Codes: see ``outbound.seal``,
-``outbound.retry``; an unknown ``state`` filter is ``E_STATE_UNKNOWN`` (422).
+inline composition, then wakes the dispatcher (at ``release_at``). ``POST /api/sends/{id}/release-hold``
+releases ``awaiting/policy_hold`` (``send.propose``) and wakes the dispatcher too. Codes: see
+``outbound.seal``, ``outbound.retry``; an unknown ``state`` filter is ``E_STATE_UNKNOWN`` (422).
 """
 
 from __future__ import annotations
@@ -101,6 +102,19 @@ def cancel(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     with node.begin() as conn:
         retry.cancel(conn, org_id=caller.org_id, principal_id=caller.principal_id, at=node.clock.now(),
                      send_id=send_id)
+    with node.read() as conn:
+        return {"send": reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                       send_id=send_id)}
+
+
+@router.post("/{send_id}/release-hold")
+def release_hold(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Release a send a policy holds (``awaiting/policy_hold`` -> ``held``); 200 with the send as it now reads."""
+    with node.begin() as conn:
+        row = retry.release_hold(conn, org_id=caller.org_id, principal_id=caller.principal_id, at=node.clock.now(),
+                                 send_id=send_id)
+    if row.state == "held":
+        _wake(node, send_id, row.release_at)
     with node.read() as conn:
         return {"send": reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                        send_id=send_id)}

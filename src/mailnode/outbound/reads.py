@@ -2,7 +2,11 @@
 
 Who sees a send: anyone holding a relation on its mailbox (``authz.mailboxes_visible``); everyone else
 gets ``E_NO_SUCH_SEND`` (404), as for an absent one. Every send shows its state, the reason in words
-(``states.words_for``) and the retry offer (``states.retry_offer``).
+(``states.words_for``), the specifics behind it (``last_error``: the pause's reason and lift route, the
+breaker's figure and when it clears, the approval shortfall) and the retry offer (``states.retry_offer``).
+One send (``get_send``) also shows ``next_step`` (what changes its reason, and who does it) and, when
+the send was sealed ``require_approval``, its ``approval``: id, state, expiry, the frozen stages with the
+standing approvals of each, and the open stage (the first one still short).
 """
 
 from __future__ import annotations
@@ -12,14 +16,82 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from mailnode.authz import mailboxes_visible
+from mailnode.governance.tables import approval_decisions, approval_stages, approvals
 from mailnode.ids import parse_id
 from mailnode.outbound.retry import no_such_send
-from mailnode.outbound.states import SendState, retry_offer, words_for
+from mailnode.outbound.states import SendState, StateReason, parse_reason, retry_offer, words_for
 from mailnode.outbound.tables import send_manifests, send_recipient_events, send_recipients
 
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+#: What changes a send's reason, and who does it (``{send}`` and ``{approval}`` are filled in). Total
+#: over ``StateReason``; a reason the node does not know gets ``UNKNOWN_NEXT_STEP`` (fails closed).
+NEXT_STEP: dict[StateReason, str] = {
+    StateReason.POLICY_HOLD: "Someone holding send.propose on the mailbox releases it: "
+                             "POST /api/sends/{send}/release-hold; or cancels it: POST /api/sends/{send}/cancel.",
+    StateReason.POLICY_APPROVAL_REQUIRED: "An eligible decider approves or denies it: "
+                                          "POST /api/approvals/{approval}/decide (GET /api/approvals lists them).",
+    StateReason.BUTLER_RELEASE_REQUIRED: "A person holding send.propose on the mailbox releases it: "
+                                         "POST /api/sends/{send}/release.",
+    StateReason.PROVIDER_UNAVAILABLE: "Nothing to do: it leaves when the provider recovers.",
+    StateReason.BREAKER_VOLUME: "Nothing to do: it leaves by itself when the window clears (GET /api/breakers).",
+    StateReason.BREAKER_BOUNCE_RATE: "Nothing to do: it leaves by itself when the rate falls (GET /api/breakers).",
+    StateReason.BREAKER_COMPLAINT_RATE: "Nothing to do: it leaves by itself when the rate falls "
+                                        "(GET /api/breakers).",
+    StateReason.POLICY_DENIED: "Nothing changes this send; compose a new one once the policy allows it.",
+    StateReason.APPROVAL_UNSATISFIABLE: "Nothing changes this send; grant approval.decide to more people "
+                                        "(POST /api/access) and compose it again.",
+    StateReason.APPROVAL_DENIED: "Nothing changes this send; compose a new one if the refusal no longer applies.",
+    StateReason.DOMAIN_PAUSED: "Nothing changes this send; once an administrator lifts the pause "
+                               "(POST /api/domain-pauses/{id}/lift) compose it again.",
+    StateReason.AUTHORITY_LOST: "Nothing changes this send; someone who may send from the mailbox composes it again.",
+    StateReason.APPROVAL_REVOKED: "Nothing changes this send; compose it again to ask for a new approval.",
+    StateReason.APPROVER_INELIGIBLE: "Nothing changes this send; compose it again to ask for a new approval.",
+    StateReason.POLICY_STRICTER: "Nothing changes this send; compose it again under the current policy.",
+    StateReason.APPROVAL_EXPIRED: "Nothing changes this send; compose it again to ask for a new approval.",
+    StateReason.EVIDENCE_CHANGED: "Nothing changes this send; check the evidence store (mailnode doctor) "
+                                  "and compose it again.",
+}
+#: The next step for a reason outside the vocabulary.
+UNKNOWN_NEXT_STEP = "The reason is not one mailnode knows; treat the send as stopped and report it."
+
+
+def next_step(reason: str | None, *, send_id: str, approval_id: str | None) -> str | None:
+    """What changes ``reason`` for send ``send_id``, or None when the send has no reason."""
+    if reason is None:
+        return None
+    r = parse_reason(reason)
+    if r is None:
+        return UNKNOWN_NEXT_STEP
+    return NEXT_STEP[r].replace("{send}", send_id).replace("{approval}", approval_id or "{id}")
+
+
+def approval_of(conn: Connection, *, org_id: str, send_id: str) -> dict[str, Any] | None:
+    """The approval asked for a send, with each stage's standing approvals and the open stage (two
+    statements), or None when none was asked. Counts only: the deciders are not named here."""
+    a = approvals.c
+    s = approval_stages.c
+    rows = conn.execute(select(approvals, s.ordinal, s.required_count, s.team_id)
+                        .join(approval_stages, s.approval_id == a.id)
+                        .where(a.org_id == org_id, a.subject_kind == "send_manifest", a.subject_id == send_id)
+                        .order_by(s.ordinal)).all()
+    if not rows:
+        return None
+    head = rows[0]
+    d = approval_decisions.c
+    standing = {r.stage_ordinal: int(r.n) for r in conn.execute(
+        select(d.stage_ordinal, func.count(func.distinct(d.decider_id)).label("n"))
+        .where(d.approval_id == head.id, d.decision == "approve", d.withdrawn_at.is_(None))
+        .group_by(d.stage_ordinal)).all()}
+    stages = [{"ordinal": r.ordinal, "required": r.required_count, "team_id": r.team_id,
+               "approved": standing.get(r.ordinal, 0)} for r in rows]
+    open_stage = next((st for st in stages if st["approved"] < st["required"]), None)
+    return {"id": head.id, "state": head.state, "requested_at": _iso(head.requested_at),
+            "expires_at": _iso(head.expires_at), "resolved_at": _iso(head.resolved_at), "stages": stages,
+            "open_stage": open_stage if head.state == "pending" else None}
 
 
 def send_summary(r: Any, ambiguous: int) -> dict[str, Any]:
@@ -61,7 +133,8 @@ def list_sends(conn: Connection, *, org_id: str, principal_id: str, limit: int, 
 
 
 def get_send(conn: Connection, *, org_id: str, principal_id: str, send_id: str) -> dict[str, Any]:
-    """One send with its recipients (submission and delivery state, last error) and its events."""
+    """One send with its recipients (submission and delivery state, last error), its events, its policy
+    outcome and versions, its approval (when sealed ``require_approval``) and the next step."""
     parse_id(send_id, "snd", "send_id")
     row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id,
                                                     send_manifests.c.org_id == org_id)).first()
@@ -73,6 +146,11 @@ def get_send(conn: Connection, *, org_id: str, principal_id: str, send_id: str) 
                           .order_by(send_recipient_events.c.received_at, send_recipient_events.c.id)).all()
     ambiguous = sum(1 for r in recipients if r.submission_state == SendState.OUTCOME_UNKNOWN.value)
     out = send_summary(row, ambiguous)
+    approval = approval_of(conn, org_id=org_id, send_id=send_id) if row.policy_outcome == "require_approval" else None
+    out["policy_outcome"] = row.policy_outcome
+    out["policy_versions"] = row.policy_versions
+    out["approval"] = approval
+    out["next_step"] = next_step(row.state_reason, send_id=send_id, approval_id=approval["id"] if approval else None)
     out["recipients"] = [{
         "id": r.id, "kind": r.kind, "address": r.address, "submission_state": r.submission_state,
         "submission_state_at": _iso(r.submission_state_at), "delivery_state": r.delivery_state,

@@ -1,8 +1,13 @@
 """What a person does to a send after sealing: cancel, retry the effect, or resend (spec/outbound.md §1.5).
 
-- ``cancel``: ``held`` or ``awaiting`` → ``cancelled`` (one conditional update; recipients follow;
-  ``send.cancelled``). Needs ``send.propose`` on the mailbox. ``E_SEND_NOT_STOPPABLE`` (409) names the
-  state it is in instead.
+- ``cancel``: ``held`` or ``awaiting`` → ``cancelled`` (one conditional update; recipients follow; a
+  pending approval of the send is settled ``cancelled`` in the same transaction; ``send.cancelled``).
+  Needs ``send.propose`` on the mailbox. ``E_SEND_NOT_STOPPABLE`` (409) names the state it is in instead.
+- ``release_hold``: ``awaiting/policy_hold`` → ``held`` (``release_at`` unchanged; recipients follow;
+  ``send.released``). Needs ``send.propose`` on the mailbox (the author may release their own). A
+  Butler's send moves on to the next gate of the total order, ``awaiting/butler_release_required``,
+  because lifting the policy hold is not the person's release the Butler gate asks for.
+  ``E_SEND_NOT_ON_POLICY_HOLD`` (409) names the state it is in instead.
 - ``retry_effect`` (mode ``retry-effect``): only where ``states.retry_offer`` proves non-acceptance; the
   same manifest and idempotency key go round again: the send returns to ``held`` with ``release_at`` =
   now, recipients that provably never left return to ``held``. ``E_RETRY_NOT_PROVEN`` (409) otherwise,
@@ -23,10 +28,11 @@ from sqlalchemy import Connection, func, select, update
 from mailnode import audit
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
+from mailnode.governance import approvals
 from mailnode.ids import parse_id, prefix_of
 from mailnode.node import Node
 from mailnode.outbound.seal import Sealed, SealRequest, seal
-from mailnode.outbound.states import STOPPABLE, SendState, parse_state, retry_offer
+from mailnode.outbound.states import STOPPABLE, SendState, StateReason, parse_state, retry_offer
 from mailnode.outbound.tables import send_manifests, send_recipients
 
 RETRY_MODES = ("retry-effect", "resend-may-duplicate")
@@ -73,9 +79,46 @@ def cancel(conn: Connection, *, org_id: str, principal_id: str, at: datetime, se
     conn.execute(update(send_recipients).where(send_recipients.c.manifest_id == send_id,
                                                send_recipients.c.submission_state.in_(stoppable))
                  .values(submission_state=SendState.CANCELLED.value, submission_state_at=at))
+    # An approval nobody needs any more is settled with its subject, so it leaves the deciders' queue.
+    approval_cancelled = approvals.cancel_pending(conn, kind=approvals.SubjectKind.SEND_MANIFEST,
+                                                  subject_id=send_id, now=at)
     audit.append(conn, org_id=org_id, at=at, action="send.cancelled", actor_id=principal_id, subject=send_id,
-                 detail={"from": row.state, "stopped_before_dispatch": True})
+                 detail={"from": row.state, "from_reason": row.state_reason, "stopped_before_dispatch": True,
+                         "approval_cancelled": approval_cancelled})
     return SendState.CANCELLED.value
+
+
+def release_hold(conn: Connection, *, org_id: str, principal_id: str, at: datetime, send_id: str) -> Any:
+    """Release a send from ``awaiting/policy_hold``; returns its row as it now stands.
+
+    One conditional update (state and reason exact), recipients ``awaiting`` follow, ``send.released``
+    (detail ``from: policy_hold``). A Butler's send goes to ``awaiting/butler_release_required`` instead
+    of ``held`` (see the module docstring). Raises ``E_NO_SUCH_SEND`` (404) and
+    ``E_SEND_NOT_ON_POLICY_HOLD`` (409).
+    """
+    row = _proposable(conn, org_id, principal_id, send_id)
+    butler = prefix_of(row.author_id) == "btl"
+    state = SendState.AWAITING if butler else SendState.HELD
+    reason = StateReason.BUTLER_RELEASE_REQUIRED.value if butler else None
+    m = send_manifests.c
+    done = conn.execute(update(send_manifests)
+                        .where(m.id == send_id, m.state == SendState.AWAITING.value,
+                               m.state_reason == StateReason.POLICY_HOLD.value)
+                        .values(state=state.value, state_reason=reason, state_at=at, last_error=None))
+    if done.rowcount != 1:
+        current = conn.execute(select(m.state, m.state_reason).where(m.id == send_id)).one()
+        where = f"{current.state}/{current.state_reason}" if current.state_reason else current.state
+        raise conflict("E_SEND_NOT_ON_POLICY_HOLD", f"Send {send_id} is not on a policy hold.",
+                       f"It is {where}; only awaiting/policy_hold is released here.",
+                       f"Read it with GET /api/sends/{send_id}; an approval is decided at "
+                       "POST /api/approvals/{id}/decide, a Butler's send released at POST /api/sends/{id}/release.",
+                       send_id=send_id, state=current.state, state_reason=current.state_reason)
+    conn.execute(update(send_recipients).where(send_recipients.c.manifest_id == send_id,
+                                               send_recipients.c.submission_state == SendState.AWAITING.value)
+                 .values(submission_state=state.value, submission_state_at=at))
+    audit.append(conn, org_id=org_id, at=at, action="send.released", actor_id=principal_id, subject=send_id,
+                 detail={"from": StateReason.POLICY_HOLD.value, "to": state.value, "state_reason": reason})
+    return conn.execute(select(send_manifests).where(m.id == send_id)).one()
 
 
 def retry_effect(conn: Connection, *, org_id: str, principal_id: str, at: datetime, send_id: str) -> str:
