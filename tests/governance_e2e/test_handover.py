@@ -157,3 +157,22 @@ def test_releasing_the_policy_hold_of_a_butlers_send_leaves_it_at_the_butler_gat
     assert (r.json()["send"]["state"], r.json()["send"]["state_reason"]) == ("awaiting", "butler_release_required")
     org.sweep()
     assert org.received() == []
+
+
+def test_an_approved_butler_send_still_waits_for_a_persons_release(org: Org) -> None:
+    b = org.person("bea@example.test", ("approval.decide", org.i.mailbox_id))
+    butler = new_id("btl")
+    with org.node.begin() as conn:
+        grant_unchecked(conn, org_id=org.org_id, at=org.node.clock.now(), subject_id=butler,
+                        relation="send.propose", object_id=org.i.mailbox_id, actor_id=None)
+    org.publish("approve Butler mail", "require_approval", [{"count": 1}], actor_kind="butler")
+    sealed = seal(org.node, org_id=org.org_id, author_id=butler, request=SealRequest(
+        mailbox_id=org.i.mailbox_id, to=["ann@remote.test"], subject="Re: order", body="On its way."))
+    assert sealed.state_reason == "policy_approval_required" and sealed.approval_id
+    done = org.api.post(f"/api/approvals/{sealed.approval_id}/decide", json={"decision": "approve"},
+                        headers=b.headers)
+    assert done.json()["decided"]["completed"] is True, done.text
+    after = org.read(sealed.id)
+    assert (after["state"], after["state_reason"]) == ("awaiting", "butler_release_required")
+    org.sweep()
+    assert org.received() == []

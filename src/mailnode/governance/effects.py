@@ -24,10 +24,12 @@ from typing import Any
 from sqlalchemy import Connection, and_, select, update
 
 from mailnode.governance.tables import domain_pauses
+from mailnode.ids import prefix_of
 from mailnode.outbound.tables import send_manifests, send_recipients
 
 AWAITING = "awaiting"
 HELD = "held"
+BUTLER_RELEASE_REQUIRED = "butler_release_required"
 WITHHELD = "withheld"
 POLICY_APPROVAL_REQUIRED = "policy_approval_required"
 APPROVAL_DENIED = "approval_denied"
@@ -71,7 +73,14 @@ def _move_send(conn: Connection, manifest_id: str, now: datetime, state: str, re
 
 
 def send_approved(conn: Connection, subject_id: str, now: datetime, note: str = "") -> Effect:
-    """A send's approval completed: ``awaiting/policy_approval_required`` -> ``held`` (reason NULL)."""
+    """A send's approval completed: ``awaiting/policy_approval_required`` -> ``held`` (reason NULL).
+
+    A Butler's send goes to ``awaiting/butler_release_required`` instead: the approval outranked the
+    Butler release gate at seal (the total order), so a person's release is still owed (seed 003).
+    """
+    author = conn.execute(select(send_manifests.c.author_id).where(send_manifests.c.id == subject_id)).scalar()
+    if isinstance(author, str) and prefix_of(author) == "btl":
+        return _move_send(conn, subject_id, now, AWAITING, BUTLER_RELEASE_REQUIRED, None)
     return _move_send(conn, subject_id, now, HELD, None, None)
 
 
