@@ -22,7 +22,8 @@ def _audit(world: World, action: str) -> list[dict[str, Any]]:
 
 def test_acknowledgement_drafts_proposes_parks_and_a_release_resumes_it(world: World) -> None:
     bid, vid = world.publish(ack_program())
-    world.grant(bid, "send.propose", "mailbox.content.read")
+    # send.propose alone: a Butler may answer the message that triggered its run without content read.
+    world.grant(bid, "send.propose")
     mid = world.deliver(message(subject="Order 42"))
     run = world.wait_run(mid, until=lambda r: r.state == "awaiting_release")
     assert run.id == f"{vid}-{mid}" and run.outcome_reason == "butler_release_required"
@@ -116,3 +117,25 @@ def test_every_example_program_in_the_docs_runs(world: World) -> None:
     kinds = sorted((e.node_type, e.outcome, e.reason) for r in runs for e in world.effects(r.id))
     assert ("lookup", "ok", None) in kinds and ("case.assign", "ok", None) in kinds
     assert ("mail.send.propose", "ok", "butler_release_required") in kinds
+
+
+def test_without_content_read_a_butler_may_answer_only_its_own_trigger(world: World) -> None:
+    from mailnode.errors import MailnodeError
+    from mailnode.outbound.seal import SealRequest, seal
+
+    # Delivered (materialised, no trigger) before any Butler listens: not this Butler's trigger.
+    stranger = world.deliver(message(subject="Before the Butler"), start=False)
+    bid, _ = world.publish(ack_program())
+    world.grant(bid, "send.propose")
+    mid = world.deliver(message(subject="Order 43"))
+    world.wait_run(mid, until=lambda r: r.state == "awaiting_release")
+
+    def reply_to(parent: str) -> str:
+        request = SealRequest(mailbox_id=world.installed.mailbox_id, to=["customer@remote.test"], subject="Re: x",
+                              body="hi", in_reply_to_message_id=parent)
+        return seal(world.node, org_id=world.installed.org_id, author_id=bid, request=request).id
+
+    assert reply_to(mid).startswith("snd_")
+    with pytest.raises(MailnodeError) as refused:
+        reply_to(stranger)
+    assert refused.value.code == "E_NO_SUCH_PARENT"

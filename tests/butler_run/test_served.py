@@ -156,7 +156,7 @@ def test_a_corpus_message_over_smtp_is_answered_to_its_envelope_sender_after_a_r
     served.start()
     served.call("PATCH", f"/api/mailboxes/{served.installed['mailbox_id']}", json={"hold_window_seconds": 0})
     # The acknowledgement replies to the parent, so the Butler reads the parent's mailbox too.
-    served.publish(ack_program(), "send.propose", "mailbox.content.read")
+    served.publish(ack_program(), "send.propose")
     raw, rfc_id = _corpus_message()
     with smtplib.SMTP("127.0.0.1", served.smtp) as c:
         c.sendmail("customer@remote.test", [MAILBOX], raw)

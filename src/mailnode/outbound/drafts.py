@@ -21,6 +21,7 @@ from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
 from mailnode.mail.message_tables import messages
 from mailnode.outbound.addresses import normalise_address, reject_header_injection
+from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.seal import may_not_send, no_such_parent
 from mailnode.outbound.tables import drafts
 
@@ -67,7 +68,8 @@ def create(conn: Connection, *, org_id: str, author_id: str, at: datetime, mailb
         parse_id(in_reply_to_message_id, "msg", "in_reply_to_message_id")
         parent = conn.execute(select(messages.c.mailbox_id).where(messages.c.id == in_reply_to_message_id,
                                                                   messages.c.org_id == org_id)).first()
-        if parent is None or not holds(conn, org_id, author_id, "mailbox.content.read", "mailbox", parent.mailbox_id):
+        if parent is None or not may_reply_to(conn, org_id=org_id, author_id=author_id, parent_id=in_reply_to_message_id,
+                                              parent_mailbox_id=parent.mailbox_id):
             raise no_such_parent(in_reply_to_message_id)
         existing = conn.execute(select(drafts.c.id).where(drafts.c.author_id == author_id,
                                                           drafts.c.in_reply_to_message_id == in_reply_to_message_id)

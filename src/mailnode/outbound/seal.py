@@ -50,6 +50,7 @@ from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
 from mailnode.outbound import gates
 from mailnode.outbound.addresses import NormalisedAddress, normalise_address, reject_header_injection
+from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (
     AutoSubmitted,
     OutboundMessage,
@@ -220,7 +221,9 @@ def _read_facts(conn: Connection, org_id: str, author_id: str, req: SealRequest)
                                      messages.c.rfc_message_id, messages.c.references)
                               .where(messages.c.id == req.in_reply_to_message_id,
                                      messages.c.org_id == org_id)).first()
-        if parent is None or not holds(conn, org_id, author_id, "mailbox.content.read", "mailbox", parent.mailbox_id):
+        if parent is None or not may_reply_to(conn, org_id=org_id, author_id=author_id,
+                                              parent_id=req.in_reply_to_message_id,
+                                              parent_mailbox_id=parent.mailbox_id):
             raise no_such_parent(req.in_reply_to_message_id)
     return _Facts(budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS if hold is None else int(hold), sender, parent)
 
