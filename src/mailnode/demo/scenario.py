@@ -123,8 +123,8 @@ def _setup(node: DemoNode, console: Console) -> Organisation:
     node.call(step, admin, "POST", "/api/access",
               {"subject_id": org.users[ADMINS[0]], "relation": "mailbox.content.read",
                "object_id": org.mailboxes[BILLING]})
-    # The acknowledgement replies, which reads the parent message: it holds content read as well.
-    grants = {"acknowledge": ("send.propose", "mailbox.content.read"), "triage": ("send.propose",)}
+    # send.propose alone: a Butler may answer the message that triggered its run without reading the mailbox.
+    grants = {"acknowledge": ("send.propose",), "triage": ("send.propose",)}
     for name, document in (("acknowledge", programs.acknowledge(FRONT_ADDRESS)),
                            ("triage", programs.triage(FRONT_ADDRESS))):
         created = node.call(step, admin, "POST", "/api/butlers", {"name": name, "source": json.dumps(document)})
@@ -145,7 +145,7 @@ def _setup(node: DemoNode, console: Console) -> Organisation:
         ("team", TEAM, (f"{team}: {ADMINS[1]}, {PERSON}; content read and send.propose on the front desk, "
                         "metadata read on billing")),
         ("Butler", "acknowledge", (f"{org.butlers['acknowledge']}: published by {ADMINS[0]}; granted "
-                                   "send.propose and content read on the front desk")),
+                                   "send.propose on the front desk")),
         ("Butler", "triage", (f"{org.butlers['triage']}: published by {ADMINS[0]}; granted send.propose "
                               "on the front desk")),
         ("smarthost", "aiosmtpd sink", (f"127.0.0.1:{node.env['MAILNODE_SMTP_RELAY'].rpartition(':')[2]} "
