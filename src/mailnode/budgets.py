@@ -199,6 +199,28 @@ BUTLER_RUN_ENGINE_FIXED_STATEMENTS = 5
 #: Longest run id, characters: ``<btv id>-<msg id>`` is 61 (reference: workflow.instance_id_max_chars = 100).
 BUTLER_RUN_ID_MAX_CHARS = 100
 
+# Operating Butlers (issue 8; seed 003 "The pause, and the loop that places it"; spec/butler.md §9).
+#: A Butler is paused before a run starts when its self-provoked runs in the window, counting the one in
+#: front of it, would be more than this (reference: butler.loop_max_self_provoked_runs = 3; sized, not
+#: measured: three answers to answers of its own is already a conversation no program should carry).
+BUTLER_LOOP_MAX_SELF_PROVOKED_RUNS = 3
+#: The window of that count, seconds (reference: butler.loop_window_seconds = 3600).
+BUTLER_LOOP_WINDOW_SECONDS = 3600
+#: How many Butlers up a chain of replies the loop detector remembers per run, nearest first: A answers
+#: B answers A is caught at depth 2. Sized: a chain of eight different Butlers on one node answering each
+#: other in a circle is beyond any configuration met so far, and the chain is a bounded JSON list per run.
+BUTLER_LOOP_CHAIN_DEPTH = 8
+#: Message-IDs of one delivery the detector looks up: its In-Reply-To and the newest References. Sized as
+#: SEND_REFERENCES_EMITTED_MAX, the most this node itself emits; a longer References is cut to its newest.
+BUTLER_LOOP_CANDIDATE_IDS_MAX = 20
+#: Statements the loop detector may add to the trigger of a threaded delivery that replies to a Butler's
+#: send: the provoking run's read, then the window count of one listening Butler (measured by
+#: tests/butler_ops/test_loop.py: 1 + 1 per Butler the delivery provokes). Unthreaded mail adds none.
+BUTLER_LOOP_DETECTION_STATEMENTS_PER_BUTLER = 1
+#: Statements the pause check adds at trigger time and per run invocation: none, pinned as an equality
+#: (reference: butler.pause_check_added_subrequests = 0). It rides on reads that already happen.
+BUTLER_PAUSE_CHECK_ADDED_STATEMENTS = 0
+
 # --- Transactional mail (seed 002; spec/transactional.md) ------------------------------------------
 
 #: Provider daily sending limit assumed when the transport's setting gives none: Resend's free plan, 100

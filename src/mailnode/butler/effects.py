@@ -19,10 +19,20 @@ roll back and the refusal becomes the effect's ``refused`` row with the code (or
 ``not_readable``, ``case_not_actionable``, ``capability_not_declared``, ``butler_not_granted``,
 ``sponsor_lacks_it``) as its reason; the run carries on. A seal that withholds is ``refused`` with the
 send's reason; a seal that gates is ``ok`` with it, and ``butler_release_required`` parks the run.
+
+Inside a re-run (``replay_of`` set; seed 003 "Materially new is decided by content"): a ``draft``
+resumes this Butler's own draft for the same parent instead of colliding with the one-draft rule, and
+a ``mail.send.propose`` first compares the draft's content identity (``replay.content_identity``) with
+the sends the source run proposed (one statement). Identical to one that stands: ``ok`` with
+``replay_identical_content``, the incumbent as subject, nothing sealed, no park. Identical to one that
+was cancelled or withheld: ``refused`` with ``replay_send_decided`` (composing it again is
+``resend-may-duplicate``, a person's act). An incumbent whose manifest is gone ends the run
+``refused/replay_send_unprovable`` (``RunEnds``): content that cannot be compared is not assumed new.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,7 +42,7 @@ from typing import Any
 from sqlalchemy import Connection, exists, select
 
 from mailnode.authz import holds
-from mailnode.butler import authority
+from mailnode.butler import authority, replay_rule
 from mailnode.butler.authority import Principal
 from mailnode.butler.walk import EffectCall, EffectResult
 from mailnode.errors import MailnodeError
@@ -41,6 +51,7 @@ from mailnode.mail.message_tables import cases, conversations, messages
 from mailnode.mail.tables import mailboxes
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
+from mailnode.outbound.render import normalise_body
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import SendState, StateReason
 from mailnode.outbound.tables import drafts
@@ -78,6 +89,18 @@ class _InTransaction(Node):
         if self.conn is None:
             raise RuntimeError("_InTransaction used without a connection")
         yield self.conn
+
+
+class RunEnds(Exception):
+    """The run must end before this effect is performed (``state``, ``reason``): its Butler was paused,
+    or a re-run's incumbent cannot be compared. Raised inside the effect's transaction, which then
+    rolls back: nothing of the effect is written."""
+
+    def __init__(self, state: str, reason: str, **detail: Any) -> None:
+        super().__init__(state, reason)
+        self.state = state
+        self.reason = reason
+        self.detail = detail
 
 
 def _refused(reason: str, subject: str | None) -> EffectResult:
@@ -187,17 +210,33 @@ def _close(conn: Connection, who: Principal, case_id: str, at: datetime) -> Effe
 
 # --- draft and send ----------------------------------------------------------------------------------
 
-def _draft(conn: Connection, who: Principal, p: dict[str, Any], at: datetime) -> EffectResult:
+def _own_draft_for(conn: Connection, who: Principal, mailbox_id: str, parent: str | None) -> str | None:
+    """This Butler's existing draft answering ``parent`` in ``mailbox_id`` (one statement), or None."""
+    if parent is None:
+        return None
+    d = drafts.c
+    row = conn.execute(select(d.id).where(d.org_id == who.org_id, d.author_id == who.butler_id,
+                                          d.in_reply_to_message_id == parent, d.mailbox_id == mailbox_id)).first()
+    return None if row is None else str(row.id)
+
+
+def _draft(conn: Connection, who: Principal, p: dict[str, Any], at: datetime, replay_of: str | None) -> EffectResult:
     mailbox_id = str(p["mailbox_id"])
     reason = authority.effective_on_mailbox(conn, who, mailbox_id, SEND_PROPOSE)
     if reason is not None:
         return _refused(reason, mailbox_id)
     # The one recipient is the parent delivery's return path, derived by the walk; no cc or bcc is
     # passed at all, so there is no field here for a later edit to start filling in.
-    made, err = _through(conn, lambda: drafts_mod.create(
-        conn, org_id=who.org_id, author_id=who.butler_id, at=at, mailbox_id=mailbox_id,
-        in_reply_to_message_id=p["in_reply_to_message_id"], to=[p["recipient"]], subject=p["subject"],
-        body=p["body"]))
+    resumed = _own_draft_for(conn, who, mailbox_id, p["in_reply_to_message_id"]) if replay_of else None
+    if resumed is not None:
+        made, err = _through(conn, lambda: drafts_mod.edit(
+            conn, org_id=who.org_id, author_id=who.butler_id, at=at, draft_id=resumed, to=[p["recipient"]],
+            subject=p["subject"], body=p["body"]))
+    else:
+        made, err = _through(conn, lambda: drafts_mod.create(
+            conn, org_id=who.org_id, author_id=who.butler_id, at=at, mailbox_id=mailbox_id,
+            in_reply_to_message_id=p["in_reply_to_message_id"], to=[p["recipient"]], subject=p["subject"],
+            body=p["body"]))
     if err is not None:
         return _refused(err.code, mailbox_id)
     binding = {"id": made["id"], "mailboxId": mailbox_id, "subject": made["subject"], "to": list(made["to"]),
@@ -205,7 +244,24 @@ def _draft(conn: Connection, who: Principal, p: dict[str, Any], at: datetime) ->
     return EffectResult(outcome="ok", subject=made["id"], binding=binding)
 
 
-def _propose(node: Node, conn: Connection, who: Principal, draft_id: str) -> EffectResult:
+def _replay_rule(conn: Connection, who: Principal, row: Any, replay_of: str) -> EffectResult | None:
+    """The re-run content rule over the draft ``row``: an effect result, or None to seal as usual."""
+    sources = replay_rule.source_sends(conn, who.org_id, replay_of)
+    missing = [s.send_id for s in sources if s.state is None]
+    if missing:
+        raise RunEnds("refused", "replay_send_unprovable", missing=missing)
+    identity = replay_rule.content_identity(
+        row.mailbox_id, list(row.to_addresses), list(row.cc_addresses), list(row.bcc_addresses), row.subject,
+        row.in_reply_to_message_id, hashlib.sha256(normalise_body(row.body).encode("utf-8")).hexdigest())
+    incumbent = next((s for s in sources if s.identity == identity), None)
+    if incumbent is None:
+        return None
+    if replay_rule.stands(incumbent.state):
+        return EffectResult(outcome="ok", reason=replay_rule.IDENTICAL, subject=incumbent.send_id)
+    return _refused(replay_rule.DECIDED, incumbent.send_id)
+
+
+def _propose(node: Node, conn: Connection, who: Principal, draft_id: str, replay_of: str | None) -> EffectResult:
     row, err = _through(conn, lambda: drafts_mod.row_of(conn, org_id=who.org_id, author_id=who.butler_id,
                                                          draft_id=draft_id))
     if err is not None:
@@ -215,6 +271,10 @@ def _propose(node: Node, conn: Connection, who: Principal, draft_id: str) -> Eff
     reason = authority.effective_on_mailbox(conn, who, row.mailbox_id, SEND_PROPOSE)
     if reason is not None:
         return _refused(reason, row.mailbox_id)
+    if replay_of is not None:
+        decided = _replay_rule(conn, who, row, replay_of)
+        if decided is not None:
+            return decided
     request = SealRequest(mailbox_id=row.mailbox_id, to=list(row.to_addresses), cc=list(row.cc_addresses),
                           bcc=list(row.bcc_addresses), subject=row.subject, body=row.body,
                           in_reply_to_message_id=row.in_reply_to_message_id)
@@ -229,11 +289,13 @@ def _propose(node: Node, conn: Connection, who: Principal, draft_id: str) -> Eff
                         parks=sealed.state_reason == StateReason.BUTLER_RELEASE_REQUIRED.value)
 
 
-def perform(node: Node, conn: Connection, who: Principal, call: EffectCall, at: datetime) -> EffectResult:
+def perform(node: Node, conn: Connection, who: Principal, call: EffectCall, at: datetime,
+            replay_of: str | None = None) -> EffectResult:
     """Perform ``call`` in ``conn``'s transaction as the Butler ``who``; see the module docstring.
 
-    Raises only what is not a refusal (a database error, a defect); the engine records that as
-    ``engine_fault``.
+    ``replay_of`` is the source run of a re-run (None for a delivery's run). Raises ``RunEnds`` when
+    the run must end first, and otherwise only what is not a refusal (a database error, a defect); the
+    engine records that as ``engine_fault``.
     """
     p = call.params
     if call.node_type == "lookup":
@@ -246,7 +308,7 @@ def perform(node: Node, conn: Connection, who: Principal, call: EffectCall, at: 
     if call.node_type == "case.close":
         return _close(conn, who, str(p["case_id"]), at)
     if call.node_type == "draft":
-        return _draft(conn, who, p, at)
+        return _draft(conn, who, p, at, replay_of)
     if call.node_type == "mail.send.propose":
-        return _propose(node, conn, who, str(p["draft_id"]))
+        return _propose(node, conn, who, str(p["draft_id"]), replay_of)
     raise ValueError(f"{call.node_type} is not an effect node")

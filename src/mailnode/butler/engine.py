@@ -7,8 +7,10 @@ id. In order:
 
 1. ``load`` (a step, so a resumed run pays for it once): the run row, its version's ``ast_json``,
    state and sponsor, the Butler's name;
-2. the per-invocation read (not a step, so never cached): the run's state, its stored spend, and the
-   effects already recorded. A run already closed returns at once;
+2. the per-invocation read (not a step, so never cached): the run's state, its stored spend, the
+   effects already recorded, and the pause in force on its Butler (folded into the run read: no added
+   statement). A run already closed returns at once; a run whose Butler is paused ends
+   ``refused/butler_paused`` (``record.abandon``: no counts are stated, the effect rows say what it did);
 3. refusals before any effect: ``version_not_published``, ``sponsor_unknown``, ``ast_not_json``,
    ``ast_does_not_check`` (the stored program is checked again: a hand-edited row with a reserved node,
    a cycle or a dangling edge never reaches the walk), ``unaffordable_with_engine`` (the checker's
@@ -25,6 +27,12 @@ effect row, the spend and (for a send) the park commit together. This rather tha
 transaction because the seal and save-draft are mailnode's own functions over mailnode's connection
 (the seal opens its transactions through the ``Node``), and the unique ``(run_id, seq)`` makes the
 effect row itself the idempotency record, on SQLite and PostgreSQL alike.
+
+The pause is checked once more inside every effect step, folded into the step's first read (the
+effect row it looks for), so a run that wakes from a long ``wait`` or a release into a pause ends
+``refused/butler_paused`` before its next effect, again with no added statement. A re-run (``replay_of``)
+carries its source run into every effect step for the content rule (``effects``); an effect that finds
+the run must end (``effects.RunEnds``) writes nothing and the run ends with that state and reason.
 
 Metering. The statement meter (``db.meter``) measures each step; a step stores its own count in
 ``butler_runs.statements_spent`` in its transaction, so the total survives invocations. Before each
@@ -57,6 +65,8 @@ log = logging.getLogger("mailnode.butler")
 
 #: The DBOS topic a person's release is sent on, per send: ``butler.release:<send id>``.
 RELEASE_TOPIC = "butler.release"
+#: The reason a run ends with when its Butler is paused under it.
+BUTLER_PAUSED = "butler_paused"
 
 
 def release_topic(send_id: str) -> str:
@@ -80,30 +90,37 @@ def _load_step(run_id: str) -> dict[str, Any] | None:
 def _effect_step(ctx: dict[str, Any], call_data: dict[str, Any]) -> dict[str, Any]:
     """Perform one effect and record it in one transaction; a recorded ``(run_id, seq)`` is returned as is.
 
-    Returns ``{"result": EffectResult fields, "statements": n}``.
+    Returns ``{"result": EffectResult fields, "statements": n}``, or ``{"ends": {state, reason, detail}}``
+    when the run must end first (its Butler is paused, or ``effects.RunEnds``); then nothing was written.
     """
     node = runtime.current_node()
     call = EffectCall(**call_data)
     run_id = str(ctx["run_id"])
     who = Principal(org_id=ctx["org_id"], butler_id=ctx["butler_id"], sponsor_id=ctx["sponsor_id"],
                     ceiling=Ceiling({a: frozenset(v) for a, v in ctx["ceiling"].items()}))
-    with node.meter.measure() as m, node.begin() as conn:
-        done = record.effect_row(conn, run_id, call.seq)
-        if done is not None:
-            result = EffectResult(outcome=done.outcome, reason=done.reason, subject=done.subject,
-                                  binding=done.binding,
-                                  parks=done.node_type == "mail.send.propose"
-                                  and done.reason == "butler_release_required")
-            return {"result": asdict(result), "statements": int(done.statements)}
-        at = node.clock.now()
-        result = live.perform(node, conn, who, call, at)
-        # The effect row and the spend update are the step's last two statements.
-        statements = m.count + 2
-        record.record_effect(conn, org_id=who.org_id, run_id=run_id, seq=call.seq, step=call.step,
-                             node_id=call.node_id, node_type=call.node_type, outcome=result.outcome,
-                             reason=result.reason, subject=result.subject, binding=result.binding,
-                             statements=statements, at=at)
-        record.move(conn, run_id, spend=statements, at=at, park=True if result.parks else None)
+    try:
+        with node.meter.measure() as m, node.begin() as conn:
+            done, paused = record.effect_or_pause(conn, run_id, call.seq)
+            if done is not None:
+                result = EffectResult(outcome=done.outcome, reason=done.reason, subject=done.subject,
+                                      binding=done.binding,
+                                      parks=done.node_type == "mail.send.propose"
+                                      and done.reason == "butler_release_required")
+                return {"result": asdict(result), "statements": int(done.statements)}
+            if paused is not None:
+                return {"ends": {"state": "refused", "reason": BUTLER_PAUSED, "detail": {"pause_id": paused}}}
+            at = node.clock.now()
+            result = live.perform(node, conn, who, call, at, replay_of=ctx.get("replay_of"))
+            # The effect row and the spend update are the step's last two statements.
+            statements = m.count + 2
+            record.record_effect(conn, org_id=who.org_id, run_id=run_id, seq=call.seq, step=call.step,
+                                 node_id=call.node_id, node_type=call.node_type, outcome=result.outcome,
+                                 reason=result.reason, subject=result.subject, binding=result.binding,
+                                 statements=statements, at=at)
+            record.move(conn, run_id, spend=statements, at=at, park=True if result.parks else None)
+    except live.RunEnds as ends:
+        # The effect's transaction rolled back; the run's end is the visible record of why.
+        return {"ends": {"state": ends.state, "reason": ends.reason, "detail": ends.detail}}
     return {"result": asdict(result), "statements": statements}
 
 
@@ -113,6 +130,13 @@ def _resume_step(run_id: str) -> int:
     with node.meter.measure() as m, node.begin() as conn:
         record.move(conn, run_id, spend=m.count + 1, at=node.clock.now(), park=False)
     return m.count
+
+
+def _abandon_step(run_id: str, state: str, reason: str) -> bool:
+    """End the run with ``state``/``reason`` and no counts (its effect rows say what it did)."""
+    node = runtime.current_node()
+    with node.begin() as conn:
+        return record.abandon(conn, run_id, state=state, reason=reason, at=node.clock.now())
 
 
 def _close_step(run_id: str, outcome: dict[str, Any], unstored: int) -> bool:
@@ -151,6 +175,9 @@ class LiveEffects:
     async def perform(self, call: EffectCall) -> EffectResult:
         """One durable step per effect (see ``_effect_step``)."""
         out = await DBOS.run_step_async({"name": call.step}, _effect_step, self.ctx, asdict(call))
+        if "ends" in out:
+            ends = out["ends"]
+            raise live.RunEnds(str(ends["state"]), str(ends["reason"]), **dict(ends.get("detail") or {}))
         if call.seq not in self.performed:
             self.fresh += int(out["statements"])
         result = EffectResult(**out["result"])
@@ -212,6 +239,10 @@ async def run_butler(run_id: str) -> dict[str, Any]:
         inv = record.invocation(conn, run_id)
     if inv is None or inv.state in TERMINAL_STATES:
         return _counts(inv.state if inv else "failed", None)
+    if inv.paused is not None:
+        log.warning("butler.paused run=%s pause=%s: E_BUTLER_PAUSED, the run ends", run_id, inv.paused)
+        await DBOS.run_step_async({"name": "paused"}, _abandon_step, run_id, "refused", BUTLER_PAUSED)
+        return _counts("refused", BUTLER_PAUSED)
     pot = node.settings.butler_run_pot
     reason, found = _refusal(loaded, pot)
     if reason is not None:
@@ -223,7 +254,7 @@ async def run_butler(run_id: str) -> dict[str, Any]:
     if not isinstance(document, ButlerDocument):
         raise TypeError("the checker returned no document")
     ctx = {"run_id": run_id, "org_id": loaded["org_id"], "butler_id": loaded["butler_id"],
-           "sponsor_id": loaded["published_by"],
+           "sponsor_id": loaded["published_by"], "replay_of": loaded.get("replay_of"),
            "ceiling": Ceiling.from_capabilities([c.model_dump() for c in document.capabilities]).to_json()}
     effects = LiveEffects(ctx, inv, pot, m.count, node.settings.butler_release_timeout_seconds)
     state = initial_state(loaded["trigger_facts"], loaded["butler_id"], loaded["version_id"], loaded["butler_name"])
@@ -232,6 +263,12 @@ async def run_butler(run_id: str) -> dict[str, Any]:
         outcome = _counts(result.state, result.reason, result.nodes_executed, result.effects, result.refusals)
         if result.state in ("failed", "refused"):
             log.warning("butler.run_%s run=%s reason=%s %s", result.state, run_id, result.reason, result.detail)
+    except live.RunEnds as ends:
+        log.warning("butler.run_%s run=%s reason=%s %s", ends.state, run_id, ends.reason, ends.detail)
+        if ends.reason == BUTLER_PAUSED:
+            await DBOS.run_step_async({"name": "paused"}, _abandon_step, run_id, ends.state, ends.reason)
+            return _counts(ends.state, ends.reason)
+        outcome = _counts(ends.state, ends.reason, 0, effects.ok, effects.refused)
     except Exception:
         log.exception("butler.engine_fault run=%s", run_id)
         outcome = _counts("failed", "engine_fault", 0, effects.ok, effects.refused)

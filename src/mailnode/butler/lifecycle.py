@@ -34,8 +34,9 @@ from sqlalchemy import Connection, delete, func, select, update
 
 from mailnode import audit, budgets
 from mailnode.authz import is_admin, require_admin
-from mailnode.butler import canonical
+from mailnode.butler import canonical, pause
 from mailnode.butler.check import check
+from mailnode.butler.run_tables import butler_pauses
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_found
 from mailnode.ids import new_id, parse_id
@@ -228,7 +229,8 @@ def list_butlers(conn: Connection, *, org_id: str, principal_id: str, limit: int
     """The organisation's Butlers by name after ``cursor`` (a name), without sources (administrators).
 
     Each is ``{id, name, created_by, created_at, live: {id, version, ast_sha256, published_by,
-    published_at} | null, draft: {id, ast_sha256, created_by, created_at} | null}``. Anyone else gets
+    published_at} | null, draft: {id, ast_sha256, created_by, created_at} | null, pause: {id, reason,
+    placed_at, resume} | null}`` ("published" and "running" are different facts). Anyone else gets
     ``E_NO_SUCH_BUTLER`` (404): the list would disclose that Butlers exist.
     """
     if not is_admin(conn, org_id, principal_id):
@@ -239,8 +241,11 @@ def list_butlers(conn: Connection, *, org_id: str, principal_id: str, limit: int
     q = (select(butlers, live.c.id.label("live_id"), live.c.version.label("live_version"),
                 live.c.ast_sha256.label("live_ast_sha256"), live.c.published_by, live.c.published_at,
                 draft.c.id.label("draft_id"), draft.c.ast_sha256.label("draft_ast_sha256"),
-                draft.c.created_by.label("draft_created_by"), draft.c.created_at.label("draft_created_at"))
+                draft.c.created_by.label("draft_created_by"), draft.c.created_at.label("draft_created_at"),
+                butler_pauses.c.id.label("pause_id"), butler_pauses.c.placed_at.label("paused_at"),
+                butler_pauses.c.reason.label("pause_reason"))
          .outerjoin(live, (live.c.butler_id == butlers.c.id) & (live.c.state == "published"))
+         .outerjoin(butler_pauses, pause.in_force_on(butlers.c.org_id, butlers.c.id))
          .outerjoin(draft, (draft.c.butler_id == butlers.c.id) & (draft.c.state == "draft"))
          .where(butlers.c.org_id == org_id).order_by(butlers.c.name).limit(limit))
     if cursor:
@@ -253,6 +258,9 @@ def list_butlers(conn: Connection, *, org_id: str, principal_id: str, limit: int
         "draft": None if r.draft_id is None else {
             "id": r.draft_id, "ast_sha256": r.draft_ast_sha256, "created_by": r.draft_created_by,
             "created_at": r.draft_created_at.isoformat()},
+        "pause": None if r.pause_id is None else {
+            "id": r.pause_id, "reason": r.pause_reason, "placed_at": r.paused_at.isoformat(),
+            "resume": pause.RESUME_ROUTE.replace("{id}", r.pause_id)},
     } for r in conn.execute(q)]
 
 

@@ -18,7 +18,8 @@ from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode.authz import is_admin
-from mailnode.butler.run_tables import LIVE_STATES, butler_run_effects, butler_runs
+from mailnode.butler.pause import in_force_on
+from mailnode.butler.run_tables import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.errors import not_found
 from mailnode.ids import new_id
@@ -28,10 +29,18 @@ _E = butler_run_effects.c
 
 
 def open_run(conn: Connection, *, run_id: str, org_id: str, butler_id: str, version_id: str, trigger_event: str,
-             trigger_key: str, facts: dict[str, Any], at: datetime) -> bool:
-    """Insert the run ``running`` with its trigger facts unless it exists; True when inserted (one statement)."""
-    values = {"id": run_id, "org_id": org_id, "butler_id": butler_id, "version_id": version_id, "trigger_event": trigger_event,
-                  "trigger_key": trigger_key, "trigger_facts": facts, "state": "running", "state_at": at, "started_at": at}
+             trigger_key: str, facts: dict[str, Any], at: datetime, provoked_by: str | None = None,
+             reply_chain: list[str] | None = None, self_provoked: bool = False, replay_of: str | None = None,
+             replayed_by: str | None = None) -> bool:
+    """Insert the run ``running`` with its trigger facts unless it exists; True when inserted (one statement).
+
+    ``provoked_by``, ``reply_chain`` and ``self_provoked`` are the loop detector's findings at trigger
+    time; ``replay_of`` and ``replayed_by`` mark a re-run.
+    """
+    values = {"id": run_id, "org_id": org_id, "butler_id": butler_id, "version_id": version_id,
+              "trigger_event": trigger_event, "trigger_key": trigger_key, "trigger_facts": facts, "state": "running",
+              "state_at": at, "started_at": at, "provoked_by": provoked_by, "reply_chain": reply_chain,
+              "self_provoked": self_provoked, "replay_of": replay_of, "replayed_by": replayed_by}
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     done = conn.execute(dialect.insert(butler_runs).values(**values).on_conflict_do_nothing(index_elements=["id"]))
     return bool(done.rowcount == 1)
@@ -41,12 +50,12 @@ def load(conn: Connection, run_id: str) -> dict[str, Any] | None:
     """The run with its version and Butler (one statement), or None.
 
     ``{run_id, org_id, butler_id, butler_name, version_id, version_state, ast_json, published_by,
-    trigger_event, trigger_key, trigger_facts}``.
+    trigger_event, trigger_key, trigger_facts, replay_of}``.
     """
     v = butler_versions.c
     row = conn.execute(
         select(_R.id, _R.org_id, _R.butler_id, _R.version_id, _R.trigger_event, _R.trigger_key, _R.trigger_facts,
-               butlers.c.name, v.state, v.ast_json, v.published_by)
+               _R.replay_of, butlers.c.name, v.state, v.ast_json, v.published_by)
         .join(butler_versions, v.id == _R.version_id).join(butlers, butlers.c.id == _R.butler_id)
         .where(_R.id == run_id)).first()
     if row is None:
@@ -54,26 +63,34 @@ def load(conn: Connection, run_id: str) -> dict[str, Any] | None:
     return {"run_id": row.id, "org_id": row.org_id, "butler_id": row.butler_id, "butler_name": row.name,
             "version_id": row.version_id, "version_state": row.state, "ast_json": row.ast_json,
             "published_by": row.published_by, "trigger_event": row.trigger_event, "trigger_key": row.trigger_key,
-            "trigger_facts": row.trigger_facts}
+            "trigger_facts": row.trigger_facts, "replay_of": row.replay_of}
 
 
 @dataclass(frozen=True)
 class Invocation:
-    """What one invocation reads once, uncached: the run's state, its stored spend, and which effect
-    ``seq`` numbers already have a row (those effects are done; their cost is in ``spent``)."""
+    """What one invocation reads once, uncached: the run's state, its stored spend, which effect ``seq``
+    numbers already have a row (those effects are done; their cost is in ``spent``), and the pause in
+    force on its Butler (``paused``: the pause id, None when none)."""
 
     state: str
     spent: int
     performed: frozenset[int]
+    paused: str | None = None
 
 
 def invocation(conn: Connection, run_id: str) -> Invocation | None:
-    """The run's state, spend and performed effects (two statements), or None for no such run."""
-    row = conn.execute(select(_R.state, _R.statements_spent).where(_R.id == run_id)).first()
+    """The run's state, spend, pause and performed effects (two statements), or None for no such run.
+
+    The pause rides on the run read as an outer join: checking it adds no statement.
+    """
+    row = conn.execute(select(_R.state, _R.statements_spent, butler_pauses.c.id.label("pause_id"))
+                       .outerjoin(butler_pauses, in_force_on(_R.org_id, _R.butler_id))
+                       .where(_R.id == run_id)).first()
     if row is None:
         return None
     seqs = conn.execute(select(_E.seq).where(_E.run_id == run_id)).scalars().all()
-    return Invocation(state=row.state, spent=int(row.statements_spent), performed=frozenset(int(s) for s in seqs))
+    return Invocation(state=row.state, spent=int(row.statements_spent), performed=frozenset(int(s) for s in seqs),
+                      paused=row.pause_id)
 
 
 def add_spend(conn: Connection, run_id: str, statements: int) -> None:
@@ -85,6 +102,19 @@ def add_spend(conn: Connection, run_id: str, statements: int) -> None:
 def effect_row(conn: Connection, run_id: str, seq: int) -> Any | None:
     """The effect row ``(run_id, seq)`` if it was written (one statement)."""
     return conn.execute(select(butler_run_effects).where(_E.run_id == run_id, _E.seq == seq)).first()
+
+
+def effect_or_pause(conn: Connection, run_id: str, seq: int) -> tuple[Any | None, str | None]:
+    """``(effect row or None, pause id or None)``: the step's first read, with the pause folded in (one
+    statement, as ``effect_row`` alone was): an effect step checks the pause at no extra cost."""
+    e = butler_run_effects.alias("e")
+    row = conn.execute(select(e, butler_pauses.c.id.label("pause_id"))
+                       .select_from(butler_runs.outerjoin(e, (e.c.run_id == _R.id) & (e.c.seq == seq))
+                                    .outerjoin(butler_pauses, in_force_on(_R.org_id, _R.butler_id)))
+                       .where(_R.id == run_id)).first()
+    if row is None:
+        return None, None
+    return (row if row.id is not None else None), row.pause_id
 
 
 def record_effect(conn: Connection, *, org_id: str, run_id: str, seq: int, step: str, node_id: str, node_type: str,
@@ -141,7 +171,8 @@ def run_json(r: Any) -> dict[str, Any]:
             "trigger_key": r.trigger_key, "state": r.state, "state_at": _iso(r.state_at),
             "outcome_reason": r.outcome_reason, "started_at": _iso(r.started_at), "finished_at": _iso(r.finished_at),
             "nodes_executed": r.nodes_executed, "effects": r.effects, "refusals": r.refusals,
-            "statements_spent": r.statements_spent}
+            "statements_spent": r.statements_spent, "provoked_by": r.provoked_by, "self_provoked": bool(r.self_provoked),
+            "replay_of": r.replay_of, "replayed_by": r.replayed_by}
 
 
 def effect_json(e: Any) -> dict[str, Any]:
@@ -151,7 +182,7 @@ def effect_json(e: Any) -> dict[str, Any]:
             "at": _iso(e.at)}
 
 
-_RUN_COLUMNS = [c for c in butler_runs.c if c.name != "trigger_facts"]
+_RUN_COLUMNS = [c for c in butler_runs.c if c.name not in ("trigger_facts", "reply_chain")]
 
 
 def _no_runs(run_id: str | None = None) -> Exception:

@@ -9,6 +9,13 @@ still starts a run and is refused by the engine's re-check, visibly), and opens 
 row per match, id ``<version id>-<message id>``, with the trigger facts. It then starts
 ``engine.run_butler`` with that id as the DBOS workflow id.
 
+The pause and the loop (``butler.pause``). A Butler with a pause in force starts no run: the pause is
+outer-joined into the read of published versions, so checking it adds no statement. A delivery that
+replies to a Butler's proposed send (one extra statement, only for threaded mail) is matched to the
+runs that proposed it; for each listening Butler it provokes, the window count (one statement) decides
+whether the run opens, marked ``self_provoked`` with its ``reply_chain``, or the node pauses the Butler
+first and opens nothing.
+
 Dedup is the id twice over: DBOS returns the existing workflow for an id it has seen, and the row's
 primary key refuses a second record, so the at-least-once pipeline calling this twice makes one run.
 The run id is not an effect key: each send still mints its own manifest id. The trigger's statements
@@ -27,15 +34,17 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 from sqlalchemy import Connection, select
 
 from mailnode import budgets, runtime
-from mailnode.butler import record
+from mailnode.butler import pause, record
 from mailnode.butler.engine import run_butler
-from mailnode.butler.tables import butler_versions
+from mailnode.butler.run_tables import butler_pauses
+from mailnode.butler.tables import butler_versions, butlers
 from mailnode.mail.message_tables import messages
 
 log = logging.getLogger("mailnode.butler")
@@ -53,12 +62,23 @@ def run_id_of(version_id: str, message_id: str) -> str:
     return f"{version_id}-{message_id}"
 
 
-def delivery_facts(conn: Connection, message_id: str) -> tuple[str, dict[str, Any]] | None:
-    """``(org_id, facts)`` of a materialised delivery (one statement), or None for no such message."""
+@dataclass(frozen=True)
+class Delivery:
+    """A materialised delivery as the trigger reads it: its organisation, the ``event.*`` facts, and the
+    Message-IDs it replies to (``pause.candidate_ids``; not a fact a program sees)."""
+
+    org_id: str
+    facts: dict[str, Any]
+    replies_to: list[str]
+
+
+def delivery(conn: Connection, message_id: str) -> Delivery | None:
+    """The delivery's facts and threading ids (one statement), or None for no such message."""
     m = messages.c
     row = conn.execute(select(m.id, m.org_id, m.conversation_id, m.case_id, m.mailbox_id, m.envelope_to,
                               m.envelope_from, m.received_at, m.subject, m.from_address, m.parse_error, m.automated,
-                              m.reply_refusal, m.dmarc, m.spf, m.dkim, m.attachments, m.dangerous_attachments)
+                              m.reply_refusal, m.dmarc, m.spf, m.dkim, m.attachments, m.dangerous_attachments,
+                              m.in_reply_to, m.references)
                        .where(m.id == message_id)).first()
     if row is None:
         return None
@@ -70,7 +90,13 @@ def delivery_facts(conn: Connection, message_id: str) -> tuple[str, dict[str, An
         "reply_refusal": row.reply_refusal, "dmarc": row.dmarc, "spf": row.spf, "dkim": row.dkim,
         "attachments": row.attachments, "attachments_dangerous": row.dangerous_attachments,
     }
-    return str(row.org_id), facts
+    return Delivery(str(row.org_id), facts, pause.candidate_ids(row.in_reply_to, row.references or []))
+
+
+def delivery_facts(conn: Connection, message_id: str) -> tuple[str, dict[str, Any]] | None:
+    """``(org_id, facts)`` of a materialised delivery (one statement), or None for no such message."""
+    found = delivery(conn, message_id)
+    return None if found is None else (found.org_id, found.facts)
 
 
 def listening_on(ast_json: str) -> str | None:
@@ -86,32 +112,65 @@ def listening_on(ast_json: str) -> str | None:
     return mailbox.strip().lower() if isinstance(mailbox, str) else None
 
 
+def published_versions(conn: Connection, org_id: str) -> list[Any]:
+    """Every published version with its Butler's name, the pause in force (``pause_id``, NULL when
+    none) and when its last pause was resumed: one statement, the pause riding on the read."""
+    v = butler_versions.c
+    return list(conn.execute(
+        select(v.id, v.butler_id, v.ast_json, butlers.c.name, butler_pauses.c.id.label("pause_id"),
+               pause.last_resumed_at(v.org_id, v.butler_id).label("last_resumed_at"))
+        .join(butlers, butlers.c.id == v.butler_id)
+        .outerjoin(butler_pauses, pause.in_force_on(v.org_id, v.butler_id))
+        .where(v.org_id == org_id, v.state == "published").order_by(v.id)).all())
+
+
+def open_runs_in(conn: Connection, message_id: str, now: Any) -> list[str]:
+    """Open the runs of one delivery in ``conn``'s transaction (see ``open_runs``)."""
+    found = delivery(conn, message_id)
+    if found is None:
+        log.warning("butler.trigger_no_message message=%s", message_id)
+        return []
+    facts = found.facts
+    listening = [v for v in published_versions(conn, found.org_id)
+                 if listening_on(v.ast_json) == facts["mailbox_address"]]
+    provoked = pause.provocations(conn, found.org_id, found.replies_to) if listening else []
+    chain = pause.reply_chain(provoked)
+    run_ids: list[str] = []
+    for version in listening:
+        if version.pause_id is not None:
+            log.warning("butler.paused butler=%s pause=%s message=%s: E_BUTLER_PAUSED, no run started",
+                        version.butler_id, version.pause_id, message_id)
+            continue
+        self_provoked = pause.is_self_provoked(version.butler_id, provoked)
+        if self_provoked:
+            since = pause.window_start(now, version.last_resumed_at)
+            figure = pause.reading(pause.self_provoked_since(conn, found.org_id, version.butler_id, since,
+                                                                   exclude_run_id=run_id_of(version.id, message_id)), chain)
+            if figure.tripped:
+                placed = pause.place(conn, org_id=found.org_id, butler_id=version.butler_id, name=version.name,
+                                     figure=figure, message_id=message_id, at=now)
+                log.warning("butler.loop_detected butler=%s pause=%s message=%s self_provoked=%d limit=%d",
+                            version.butler_id, placed, message_id, figure.self_provoked, figure.limit)
+                continue
+        run_id = run_id_of(version.id, message_id)
+        if len(run_id) > budgets.BUTLER_RUN_ID_MAX_CHARS:
+            log.error("butler.run_id_too_long run=%s", run_id)
+            continue
+        record.open_run(conn, run_id=run_id, org_id=found.org_id, butler_id=version.butler_id, version_id=version.id,
+                        trigger_event=TRIGGER_EVENT, trigger_key=message_id, facts=facts, at=now,
+                        provoked_by=provoked[0].run_id if provoked else None, reply_chain=list(chain) or None,
+                        self_provoked=self_provoked)
+        run_ids.append(run_id)
+    return run_ids
+
+
 @DBOS.step()
 def open_runs(message_id: str) -> list[str]:
-    """Open a run row for every published Butler listening on the delivery's address; return every
-    matching run id (already open or not), in version-id order."""
+    """Open a run row for every published, unpaused Butler listening on the delivery's address, after the
+    loop check; return every matching run id (already open or not), in version-id order."""
     node = runtime.current_node()
     with node.begin() as conn:
-        found = delivery_facts(conn, message_id)
-        if found is None:
-            log.warning("butler.trigger_no_message message=%s", message_id)
-            return []
-        org_id, facts = found
-        v = butler_versions.c
-        versions = conn.execute(select(v.id, v.butler_id, v.ast_json)
-                                .where(v.org_id == org_id, v.state == "published").order_by(v.id)).all()
-        run_ids: list[str] = []
-        for version in versions:
-            if listening_on(version.ast_json) != facts["mailbox_address"]:
-                continue
-            run_id = run_id_of(version.id, message_id)
-            if len(run_id) > budgets.BUTLER_RUN_ID_MAX_CHARS:
-                log.error("butler.run_id_too_long run=%s", run_id)
-                continue
-            record.open_run(conn, run_id=run_id, org_id=org_id, butler_id=version.butler_id, version_id=version.id,
-                            trigger_event=TRIGGER_EVENT, trigger_key=message_id, facts=facts, at=node.clock.now())
-            run_ids.append(run_id)
-    return run_ids
+        return open_runs_in(conn, message_id, node.clock.now())
 
 
 @DBOS.workflow()

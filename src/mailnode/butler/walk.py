@@ -57,6 +57,10 @@ from mailnode.ids import is_id
 
 #: The node types that touch storage; each visit is one effect.
 EFFECT_TYPES = ("lookup", "case.assign", "case.close", "draft", "mail.send.propose")
+#: Effect outcomes that succeed: ``ok``, and the dry run's ``would`` (the effect a live run would have
+#: performed). Both bind ``steps.<as>`` and count as effects; the walk treats them alike, so a dry and a
+#: live walk over the same facts take the same path.
+SUCCEEDED = ("ok", "would")
 #: The id prefix a ``lookup`` expects for each entity.
 ENTITY_PREFIX = {"message": "msg", "conversation": "cnv", "case": "cas", "mailbox": "mbx", "draft": "dft"}
 
@@ -78,7 +82,7 @@ class EffectCall:
 
 @dataclass(frozen=True)
 class EffectResult:
-    """What an effect did: ``outcome`` ``ok`` | ``refused`` | ``failed``, a ``reason`` token or code,
+    """What an effect did: ``outcome`` ``ok`` | ``refused`` | ``failed`` (a dry run's ``would``), a ``reason`` token or code,
     the ``subject`` acted on, the value bound under ``steps.<as>`` (``binding``), and ``parks`` when a
     send waits for a person's release."""
 
@@ -269,12 +273,12 @@ class _Walk:
             raise _End("refused", "budget_exhausted", node=node.id, step=step)
         result = await self.effects.perform(call)
         self.result.verdicts.append(Verdict(call, result))
-        if result.outcome == "ok":
+        if result.outcome in SUCCEEDED:
             self.result.effects += 1
         elif result.outcome == "refused":
             self.result.refusals += 1
         binds = getattr(node, "as_", None)
-        if binds is not None and result.outcome == "ok":
+        if binds is not None and result.outcome in SUCCEEDED:
             self.state["steps"][binds] = result.binding
         if result.parks and not await self.effects.await_release(call, result):
             raise _End("stopped", "release_timed_out", node=node.id, send_id=result.subject)
