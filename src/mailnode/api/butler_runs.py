@@ -4,6 +4,15 @@
 "next_cursor"}``; ``GET /api/butler-runs/{id}`` shows one run with its effect rows in walk order:
 ``{"butler_run": {..., "effect_rows": [...]}}``. Neither ever returns the run's trigger facts (mail
 content) nor what an effect bound. Anyone but an administrator gets 404 ``E_NO_SUCH_BUTLER_RUN``.
+
+``GET /api/butler-runs/{id}/inspect``: ``{"inspection": ...}`` (``butler.replay.inspect``): the run, its
+program and whether it still checks, the trigger facts (content facts null and listed as redacted
+unless the caller may read the mailbox's metadata), the effect rows with each send's state and retry
+offer, the replays made of it, whether a re-run is available, and what a record cannot tell.
+``POST /api/butler-runs/{id}/replay {"mode": "re-run"}``: 202 ``{"replay": {mode, run_id, replay_of,
+version_id}}``; the run starts at once in this process's durable executor. Codes are
+``butler.replay``'s; ``E_EXECUTOR_NOT_RUNNING`` (503) when this process runs no executor (nothing is
+written then).
 """
 
 from __future__ import annotations
@@ -12,8 +21,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from mailnode import runtime
 from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
-from mailnode.butler import record
+from mailnode.api.models import Strict
+from mailnode.butler import record, replay
+from mailnode.errors import MailnodeError
 
 router = APIRouter(prefix="/api/butler-runs", tags=["butlers"])
 
@@ -33,3 +45,32 @@ def get(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     with node.read() as conn:
         return {"butler_run": record.get_run(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                              run_id=run_id)}
+
+
+@router.get("/{run_id}/inspect")
+def inspect(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """The inspection of one run (administrators); writes nothing."""
+    with node.read() as conn:
+        return {"inspection": replay.inspect(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                             run_id=run_id)}
+
+
+class ReplayIn(Strict):
+    """``{"mode": "re-run"}``; the send-scoped modes live on ``POST /api/sends/{id}/retry``."""
+
+    mode: str
+
+
+@router.post("/{run_id}/replay", status_code=202)
+def replay_run(run_id: str, body: ReplayIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Re-run a run over its recorded facts with every judgement re-asked, and start it."""
+    replay.check_mode(body.mode)
+    if not runtime.is_launched():
+        raise MailnodeError(code="E_EXECUTOR_NOT_RUNNING", what="This process runs no durable executor.",
+                            why="A re-run is a Butler run, and runs execute in the durable executor.",
+                            fix="Ask the node started with mailnode serve.", status=503)
+    with node.begin() as conn:
+        opened = replay.open_rerun(conn, org_id=caller.org_id, principal_id=caller.principal_id, run_id=run_id,
+                                   at=node.clock.now())
+    replay.start(node, opened["run_id"])
+    return {"replay": opened}

@@ -7,17 +7,22 @@ its draft and live sources and the history of its versions. ``source`` is the pr
 string, stored exactly as sent (its digest is ``source_sha256``). Writes by a non-administrator answer
 403 ``E_NOT_AN_ADMINISTRATOR``; reads answer 404 ``E_NO_SUCH_BUTLER``. The codes are
 ``mailnode.butler.lifecycle``'s.
+
+``POST /api/butlers/{id}/simulate {"run_id"}`` (administrators): the dry run, ``{"simulation": ...}``
+(``mailnode.butler.simulate``): the draft, or the live version when there is no draft, walked over the
+recorded facts of a real run on a read-only connection; nothing is written.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
 from mailnode.api.models import Strict
-from mailnode.butler import lifecycle
+from mailnode.butler import lifecycle, simulate
 
 router = APIRouter(prefix="/api/butlers", tags=["butlers"])
 
@@ -74,3 +79,19 @@ def get(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     with node.read() as conn:
         return {"butler": lifecycle.get_butler(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                                butler_id=butler_id)}
+
+
+class SimulateIn(Strict):
+    """``{"run_id"}``: the run whose recorded facts the dry run walks over."""
+
+    run_id: str
+
+
+@router.post("/{butler_id}/simulate")
+def simulate_(butler_id: str, body: SimulateIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """The dry run of the Butler's draft (or live version) over one run's facts; writes nothing."""
+    with node.read() as conn:
+        report = asyncio.run(simulate.simulate(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                               butler_id=butler_id, run_id=body.run_id,
+                                               pot=node.settings.butler_run_pot))
+    return {"simulation": report}
