@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from mailnode import audit
 from mailnode.db import migrate
+from mailnode.doctor.butler_checks import BUTLER_CHECKS
 from mailnode.doctor.findings import Finding, Severity
 from mailnode.doctor.governance_checks import GOVERNANCE_CHECKS
 from mailnode.node import Node
@@ -76,6 +77,7 @@ CHECKS: dict[str, Check] = {
     "evidence_store_writable": evidence_store_writable,
     "audit_chain_intact": audit_chain_intact,
     **GOVERNANCE_CHECKS,
+    **BUTLER_CHECKS,
 }
 
 

@@ -1,0 +1,152 @@
+"""The doctor's Butler checks: pauses in force, Butlers that should have run and did not, and whether the
+loop detector can see anything at all (seed 003 "What doctor says, and the hard one"; spec/butler.md §9).
+
+- ``butler_paused``: each pause in force, with its Butler's name, since when, what tripped it, the
+  figure behind it and the route that resumes it (degraded: the mail still arrives and is still
+  answerable by hand, but nothing answers it automatically).
+- ``butler_run_silence``: a published, unpaused Butler whose trigger address received mail after its
+  publication and which never ran since, or whose stored program no longer parses, is degraded; one
+  that nothing reached is reported idle, which is not a fault. A paused Butler is left out: its
+  silence is explained by ``butler_paused``.
+- ``butler_loop_detection``: armed when some inbound message carries In-Reply-To (the detector follows
+  replies); otherwise ``armed: false, reason: no_threaded_replies``, degraded only when a Butler has
+  also proposed a send (before that nothing could loop, and a permanent warning on a new node would be
+  a muted check).
+
+Each takes ``(node, org_id)``, reads, and returns one ``Finding``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import exists, func, select
+
+from mailnode.butler import pause
+from mailnode.butler.run_tables import butler_pauses, butler_run_effects, butler_runs
+from mailnode.butler.tables import butler_versions, butlers
+from mailnode.butler.trigger import listening_on
+from mailnode.doctor.findings import Finding, Severity
+from mailnode.mail.message_tables import messages
+from mailnode.node import Node
+
+
+def _no_org(name: str) -> Finding:
+    return Finding(name, Severity.REPORT, False, "no organisation: the node is not initialised", "Run mailnode init.")
+
+
+def butler_paused(node: Node, org_id: str | None) -> Finding:
+    """Each Butler the node has paused, with the figure behind it and the resume route."""
+    name = "butler_paused"
+    if org_id is None:
+        return _no_org(name)
+    p = butler_pauses.c
+    with node.read() as conn:
+        rows = conn.execute(select(butler_pauses, butlers.c.name).join(butlers, butlers.c.id == p.butler_id)
+                            .where(p.org_id == org_id, p.resumed_at.is_(None)).order_by(p.placed_at)).all()
+        published = conn.execute(select(func.count()).select_from(butler_versions).where(
+            butler_versions.c.org_id == org_id, butler_versions.c.state == "published")).scalar_one()
+    if not rows:
+        return Finding(name, Severity.DEGRADED, True, f"{published} published Butlers, none paused")
+    pauses = [pause.pause_json(r) for r in rows]
+    known = [r["reason"] in ("loop_detected",) for r in pauses]
+    text = "; ".join(
+        f"{r['butler_name']!r} ({r['butler_id']}) paused since {r['placed_at']}: "
+        f"{r['reason'] if ok else 'an unknown reason ' + repr(r['reason'])}, tripped by {r['tripped_by']}: "
+        f"{r['detail']}" for r, ok in zip(pauses, known))
+    return Finding(name, Severity.DEGRADED, False, text,
+                   "Mail to these Butlers' mailboxes is filed and answerable by hand, not automatically. Once the "
+                   "cause is fixed, one administrator resumes each with a reason: "
+                   + ", ".join(str(r["resume"]) for r in pauses) + ".", {"pauses": pauses})
+
+
+def _silence(conn: Any, org_id: str) -> list[dict[str, Any]]:
+    """Per published, unpaused Butler: its address, mail that arrived since publication, runs since."""
+    v = butler_versions.c
+    rows = conn.execute(select(v.butler_id, v.id, v.ast_json, v.published_at, butlers.c.name)
+                        .join(butlers, butlers.c.id == v.butler_id)
+                        .outerjoin(butler_pauses, pause.in_force_on(v.org_id, v.butler_id))
+                        .where(v.org_id == org_id, v.state == "published", butler_pauses.c.id.is_(None))
+                        .order_by(butlers.c.name)).all()
+    out = []
+    m = messages.c
+    r = butler_runs.c
+    for row in rows:
+        address = listening_on(row.ast_json)
+        item: dict[str, Any] = {"butler_id": row.butler_id, "name": row.name, "version_id": row.id,
+                                "published_at": row.published_at.isoformat(), "address": address}
+        if address is None:
+            item.update(parses=False, arrived=None, runs=None)
+            out.append(item)
+            continue
+        arrived = conn.execute(select(func.count()).select_from(messages).where(
+            m.org_id == org_id, func.lower(func.trim(m.envelope_to)) == address,
+            m.received_at >= row.published_at)).scalar_one()
+        ran = conn.execute(select(func.count()).select_from(butler_runs).where(
+            r.org_id == org_id, r.butler_id == row.butler_id, r.started_at >= row.published_at)).scalar_one()
+        item.update(parses=True, arrived=int(arrived), runs=int(ran))
+        out.append(item)
+    return out
+
+
+def butler_run_silence(node: Node, org_id: str | None) -> Finding:
+    """Published Butlers that mail reached after publication and that never ran, or that cannot parse."""
+    name = "butler_run_silence"
+    if org_id is None:
+        return _no_org(name)
+    with node.read() as conn:
+        items = _silence(conn, org_id)
+    if not items:
+        return Finding(name, Severity.REPORT, True, "no published Butler is running (or none is published)")
+    broken = [i for i in items if not i["parses"]]
+    silent = [i for i in items if i["parses"] and i["arrived"] and not i["runs"]]
+    idle = [i for i in items if i["parses"] and not i["arrived"]]
+    if broken or silent:
+        text = "; ".join(
+            [f"{i['name']!r}: its stored program does not parse, so it can never run" for i in broken]
+            + [f"{i['name']!r}: {i['arrived']} messages reached {i['address']} since it was published at "
+               f"{i['published_at']}, and it never ran" for i in silent])
+        return Finding(name, Severity.DEGRADED, False, text,
+                       "Read the node's log for butler.* lines and the Butler's runs (GET /api/butler-runs?butler_id=); "
+                       "publish a version that checks (PUT /api/butlers/{id}/draft, POST /api/butlers/{id}/publish).",
+                       {"butlers": items})
+    text = f"{len(items) - len(idle)} published Butlers ran on the mail that reached them"
+    if idle:
+        text += "; nothing triggered " + ", ".join(repr(i["name"]) for i in idle) + " since publication"
+    return Finding(name, Severity.REPORT, True, text, data={"butlers": items})
+
+
+def butler_loop_detection(node: Node, org_id: str | None) -> Finding:
+    """Whether the loop detector is armed: does inbound mail carry the threading it follows?"""
+    name = "butler_loop_detection"
+    if org_id is None:
+        return _no_org(name)
+    m = messages.c
+    e = butler_run_effects.c
+    with node.read() as conn:
+        row = conn.execute(select(
+            exists(select(m.id).where(m.org_id == org_id, m.in_reply_to.is_not(None))).label("threaded"),
+            exists(select(e.id).where(e.org_id == org_id, e.node_type == "mail.send.propose", e.outcome == "ok"))
+            .label("proposed"))).one()
+    if row.threaded:
+        return Finding(name, Severity.REPORT, True,
+                       "armed: inbound mail carries In-Reply-To, so a Butler answering its own mail is counted",
+                       data={"armed": True, "reason": None})
+    data = {"armed": False, "reason": "no_threaded_replies", "butler_sends": bool(row.proposed)}
+    if row.proposed:
+        return Finding(name, Severity.DEGRADED, False,
+                       "armed: false (no_threaded_replies): Butlers have proposed sends, and no inbound message "
+                       "carries In-Reply-To, so a reply loop would go uncounted",
+                       "Check that the correspondents' replies keep their threading headers; an unthreaded loop is "
+                       "bounded only by the release gate on every Butler send.", data)
+    return Finding(name, Severity.REPORT, False,
+                   "armed: false (no_threaded_replies): no inbound message carries In-Reply-To yet, and no Butler "
+                   "has proposed a send", data=data)
+
+
+#: The Butler checks, in report order (registered in ``doctor.checks.CHECKS``).
+BUTLER_CHECKS = {
+    "butler_paused": butler_paused,
+    "butler_run_silence": butler_run_silence,
+    "butler_loop_detection": butler_loop_detection,
+}
