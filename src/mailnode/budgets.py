@@ -265,6 +265,9 @@ VERIFICATION_CODE_TTL_SECONDS = 24 * 3600
 VERIFICATION_COOLDOWN_SECONDS = 60
 #: Wrong guesses allowed per code; the last one clears it (seed 002: "one of the five attempts").
 VERIFICATION_MAX_ATTEMPTS = 5
+#: Random bytes of a node secret generated into the data directory (sized: 256 bits, the HMAC-SHA256 key
+#: length RFC 2104 §3 recommends as a minimum of L bytes for SHA-256).
+NODE_SECRET_BYTES = 32
 
 #: Content retention per kind when the organisation sets none, seconds (seed 002: cleanup at 7 days).
 RETENTION_INBOUND_RAW_SECONDS_DEFAULT = 7 * 86_400
@@ -285,6 +288,12 @@ RETENTION_SCAN_WINDOW_MAX = 500
 #: breaker flapping at its threshold sends administrators one notice, not one per flap. Sized: an hour,
 #: the volume breaker's window (BREAKER_VOLUME_WINDOW_SECONDS).
 NOTICE_BREAKER_EPISODE_QUIET_SECONDS = 3600
+#: Deciders (holders of ``approval.decide`` on the held mailbox, other than the one asking) who must
+#: approve lifting a legal hold (reference: LIFT_STAGES = [2], spec/outbound.md §6.2).
+HOLD_LIFT_APPROVERS = 2
+#: Content rows the retention pass enrols into its ledger per kind and organisation per pass (sized as
+#: RETENTION_SCAN_WINDOW_MAX: a pass reads a bounded page of each source and catches up over passes).
+RETENTION_ENROL_BATCH_MAX = 500
 
 # --- Demo (``mailnode demo``) ---------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from mailnode.errors import MailnodeError
@@ -68,6 +70,25 @@ class EvidenceStore:
                 detail={"sha256": digest},
             )
         return data
+
+    def delete(self, digest: str, *, referenced: Callable[[str], bool]) -> bool:
+        """Remove the blob ``digest`` unless ``referenced(digest)`` says a row still names it.
+
+        Blobs are shared by every row with the same bytes (two messages with one body, a body typed twice),
+        so the caller's ``referenced`` answers over every table that names digests, after the deleting
+        row's pointer was cleared and committed. Returns True when a file was removed, False when it was
+        still referenced or already absent. Raises ``ValueError`` for a string that is not a SHA-256 hex
+        digest (never a path) and ``OSError`` when the disk refuses.
+        """
+        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise ValueError(f"{digest!r} is not a SHA-256 hex digest")
+        if referenced(digest):
+            return False
+        try:
+            self._path(digest).unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
     def writable(self) -> tuple[bool, str]:
         """Probe: can a blob be written and read back? Returns (ok, detail)."""

@@ -43,6 +43,7 @@ PREFIXES: dict[str, str] = {
     "apd": "approval decision",
     "dpz": "domain pause",
     "hld": "legal hold",
+    "hlf": "legal hold lift request",
     "ntf": "notice",
     "btl": "Butler",
     "btv": "Butler version",

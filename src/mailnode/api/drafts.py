@@ -9,6 +9,7 @@ from pydantic import Field
 
 from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
 from mailnode.api.models import Strict
+from mailnode.notify import holds
 from mailnode.outbound import drafts
 
 router = APIRouter(prefix="/api/drafts", tags=["drafts"])
@@ -72,8 +73,8 @@ def edit(draft_id: str, body: DraftPatch, node: NodeDep, caller: CallerDep) -> d
 
 @router.delete("/{draft_id}")
 def remove(draft_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """Delete one of the caller's drafts."""
-    with node.begin() as conn:
+    """Delete one of the caller's drafts (``E_LEGAL_HOLD``, 409, and ``hold.blocked`` when a hold covers it)."""
+    with holds.deleting(node) as conn:
         drafts.remove(conn, org_id=caller.org_id, author_id=caller.principal_id, at=node.clock.now(),
                       draft_id=draft_id)
     return {"deleted": draft_id}

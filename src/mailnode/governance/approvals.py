@@ -48,6 +48,7 @@ class SubjectKind(StrEnum):
 
     SEND_MANIFEST = "send_manifest"
     DOMAIN_PAUSE = "domain_pause"
+    HOLD_LIFT = "hold_lift"
 
 
 class ApprovalState(StrEnum):
@@ -99,6 +100,8 @@ SUBJECTS: dict[SubjectKind, SubjectSpec] = {
                                            effects.send_unsatisfiable, None),
     SubjectKind.DOMAIN_PAUSE: SubjectSpec("organisation", "org.admin", None, effects.pause_placed,
                                           _pause_refused, _pause_refused, "E_DOMAIN_PAUSE_RACED"),
+    SubjectKind.HOLD_LIFT: SubjectSpec("mailbox", "approval.decide", None, effects.hold_lifted,
+                                       effects.hold_lift_refused, effects.hold_lift_refused, "E_HOLD_LIFT_RACED"),
 }
 
 
@@ -324,7 +327,7 @@ def decide(conn: Connection, *, org_id: str, approval_id: str, caller_id: str, d
             if not effect.applied and spec.race_code is not None:
                 raise conflict(spec.race_code, f"Approval {approval_id} completed but its subject had moved.",
                                "Another act settled the subject first; nothing was recorded.",
-                               "Read the subject again (GET /api/domain-pauses) and ask again if still needed.",
+                               "Read the subject again (GET /api/domain-pauses, GET /api/holds) and ask again if still needed.",
                                approval_id=approval_id, subject_id=row.subject_id)
     detail = {"subject_kind": row.subject_kind, "subject_id": row.subject_id, "decision": decision,
               "stage": stage.ordinal, "approval_state": state.value}

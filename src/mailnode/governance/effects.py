@@ -10,6 +10,9 @@ API reports. A subject that had already moved (a send cancelled meanwhile) repor
 ``withheld/approval_denied``; unsatisfiable after a withdrawal: -> ``withheld/approval_unsatisfiable``.
 ``domain_pause`` (seed 000): approved: ``placed_at`` set, ``domain.pause_placed`` audited; denied or
 unsatisfiable: nothing (the row stays, ``placed_at`` NULL, as the record of a refused request).
+``hold_lift`` (spec/outbound.md §7; issue 9): approved: the hold named by the ``hold_lifts`` row gets
+``lifted_at``, ``lifted_reason`` (copied from the request) and ``lift_id``, ``hold.lifted`` audited;
+denied or unsatisfiable: nothing (the hold stays in force; the lift row records the refused request).
 
 The send state and reason tokens are ``outbound.states`` values, written here as literals so this module
 depends only on the tables; ``tests/governance/test_effects.py`` checks them against that vocabulary.
@@ -25,6 +28,7 @@ from sqlalchemy import Connection, and_, select, update
 
 from mailnode.governance.tables import domain_pauses
 from mailnode.ids import prefix_of
+from mailnode.notify.notice_tables import hold_lifts, holds
 from mailnode.outbound.tables import send_manifests, send_recipients
 
 AWAITING = "awaiting"
@@ -115,3 +119,23 @@ def pause_placed(conn: Connection, subject_id: str, now: datetime, note: str = "
 def nothing(conn: Connection, subject_id: str, now: datetime, note: str = "") -> Effect:
     """No change to the subject (a refused pause request stays as the record that it was refused)."""
     return Effect(True)
+
+
+def hold_lifted(conn: Connection, subject_id: str, now: datetime, note: str = "") -> Effect:
+    """Two deciders approved a lift: the hold is lifted (only if still in force) and ``hold.lifted`` audited."""
+    lift = conn.execute(select(hold_lifts).where(hold_lifts.c.id == subject_id)).first()
+    if lift is None:
+        return Effect(False, {"hold_lifted": False})
+    h = holds.c
+    done = conn.execute(update(holds).where(h.id == lift.hold_id, h.lifted_at.is_(None))
+                        .values(lifted_at=now, lifted_reason=lift.reason, lift_id=subject_id))
+    if done.rowcount != 1:
+        return Effect(False, {"hold_lifted": False, "hold_id": lift.hold_id})
+    return Effect(True, {"hold_lifted": True, "hold_id": lift.hold_id}, "hold.lifted", lift.hold_id,
+                  {"hold_id": lift.hold_id, "lift_id": subject_id, "reason": lift.reason,
+                   "requested_by": lift.requested_by})
+
+
+def hold_lift_refused(conn: Connection, subject_id: str, now: datetime, note: str = "") -> Effect:
+    """A lift was refused or can no longer be approved: the hold stays in force."""
+    return Effect(True, {"hold_lifted": False})

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, delete, select, update
 
 from mailnode import audit
 from mailnode.authz import holds, mailboxes_visible
@@ -112,3 +112,29 @@ def close(conn: Connection, *, org_id: str, principal_id: str, at: datetime, cas
                        case_id=case_id, assignee_id=row.assignee_id)
     audit.append(conn, org_id=org_id, at=at, action="case.closed", actor_id=principal_id, subject=case_id)
     return case_json(conn.execute(select(cases).where(cases.c.id == case_id)).one())
+
+
+def remove(conn: Connection, *, org_id: str, principal_id: str, at: datetime, case_id: str) -> None:
+    """Delete a closed case (its messages stay, unlinked); audited ``case.deleted``.
+
+    Needs ``send.propose`` on its mailbox (``E_MAY_NOT_WORK_CASE``, 403) and a closed case
+    (``E_CASE_OPEN``, 409). A legal hold covering the mailbox at the case's opening refuses ``E_LEGAL_HOLD``
+    (409); run it inside ``notify.holds.deleting`` so the refusal is audited ``hold.blocked``.
+    """
+    from mailnode.mail.message_tables import messages
+    from mailnode.notify.holds import refuse_if_held
+
+    row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)
+    if not holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id):
+        raise MailnodeError(code="E_MAY_NOT_WORK_CASE", what=f"You may not work case {case_id}.",
+                            why="Deleting a case needs send.propose on its mailbox.",
+                            fix="Ask an administrator for send.propose on the mailbox (POST /api/access).",
+                            status=403, detail={"case_id": case_id, "mailbox_id": row.mailbox_id})
+    refuse_if_held(conn, org_id=org_id, actor_id=principal_id, mailbox_id=row.mailbox_id, at=row.opened_at,
+                   subject=case_id, act="case.delete")
+    if row.state == "open":
+        raise conflict("E_CASE_OPEN", f"Case {case_id} is open.", "Only a closed case can be deleted.",
+                       f"Close it first: POST /api/cases/{case_id}/close.", case_id=case_id)
+    conn.execute(update(messages).where(messages.c.case_id == case_id).values(case_id=None))
+    conn.execute(delete(cases).where(cases.c.id == case_id))
+    audit.append(conn, org_id=org_id, at=at, action="case.deleted", actor_id=principal_id, subject=case_id)

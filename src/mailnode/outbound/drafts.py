@@ -20,6 +20,7 @@ from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
 from mailnode.mail.message_tables import messages
+from mailnode.notify.holds import refuse_if_held
 from mailnode.outbound.addresses import normalise_address, reject_header_injection
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.seal import may_not_send, no_such_parent
@@ -136,7 +137,13 @@ def edit(conn: Connection, *, org_id: str, author_id: str, at: datetime, draft_i
 
 
 def remove(conn: Connection, *, org_id: str, author_id: str, at: datetime, draft_id: str) -> None:
-    """Delete one of the author's drafts (audited ``draft.deleted``)."""
-    _row(conn, org_id, author_id, draft_id)
+    """Delete one of the author's drafts (audited ``draft.deleted``).
+
+    A legal hold covering the draft's mailbox at its creation time refuses ``E_LEGAL_HOLD`` (409) and
+    deletes nothing; run it inside ``notify.holds.deleting`` so the refusal is audited ``hold.blocked``.
+    """
+    row = _row(conn, org_id, author_id, draft_id)
+    refuse_if_held(conn, org_id=org_id, actor_id=author_id, mailbox_id=row.mailbox_id, at=row.created_at,
+                   subject=draft_id, act="draft.delete")
     conn.execute(delete(drafts).where(drafts.c.id == draft_id))
     audit.append(conn, org_id=org_id, at=at, action="draft.deleted", actor_id=author_id, subject=draft_id)

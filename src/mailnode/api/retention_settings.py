@@ -1,0 +1,42 @@
+"""Routes for an organisation's content retention (spec/transactional.md §5; issue 9).
+
+- ``GET /api/settings/retention``: ``{"retention": {inbound_raw_seconds, sealed_body_seconds,
+  ceiling_seconds}}``, administrators (403 ``E_NOT_AN_ADMINISTRATOR`` otherwise).
+- ``PATCH /api/settings/retention`` with any of the three (seconds): administrators; each kind's retention
+  must be above zero and at most the ceiling (``E_RETENTION_INCOHERENT``, 422).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.api.models import Strict
+from mailnode.notify import retention_io
+
+router = APIRouter(tags=["retention"])
+
+
+class RetentionPatch(Strict):
+    """Any of the three settings, seconds."""
+
+    inbound_raw_seconds: int | None = None
+    sealed_body_seconds: int | None = None
+    ceiling_seconds: int | None = None
+
+
+@router.get("/api/settings/retention")
+def get_retention(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """The organisation's retention settings."""
+    with node.read() as conn:
+        return {"retention": retention_io.get_settings(conn, org_id=caller.org_id, actor_id=caller.principal_id)}
+
+
+@router.patch("/api/settings/retention")
+def patch_retention(body: RetentionPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Change some of the retention settings."""
+    with node.begin() as conn:
+        return {"retention": retention_io.update_settings(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                                          changes=body.model_dump(), now=node.clock.now())}

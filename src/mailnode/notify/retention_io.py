@@ -1,0 +1,262 @@
+"""Retention I/O: organisation settings, the ledger of content, the deletion sweep and ``retain_until``.
+
+spec/transactional.md §5; issue 9 part B. The decision is ``notify.retention.decide`` and nothing else;
+this module reads its facts, calls it, and writes what it returns.
+
+- The ledger (``retained_content``) has one row per message (``inbound_raw``: its raw bytes) and per send
+  (``sealed_body``: the typed, normalised and rendered bytes). ``enrol`` adds rows for content not yet in
+  it, a bounded page per pass. Deleting content removes its evidence blobs (only when no row still names
+  the digest: blobs are shared) and clears the ledger row's ``digests`` with ``purged_at``; the row, the
+  message or send row and the audit trail stay. The content tables' own digest columns are not cleared
+  (they are NOT NULL and belong to ingress and outbound); a digest whose ledger row is purged names
+  nothing any more.
+- ``sweep_org`` scans at most ``RETENTION_SCAN_WINDOW_MAX`` unpurged rows after its cursor, decides each,
+  lets ``retention.page_deletions`` pick up to ``RETENTION_DELETE_BATCH_MAX`` past retained ones, purges
+  them (``retention.deleted``), audits each hold-blocked row ``hold.blocked``, and stores the cursor. The
+  blobs go after the commit: a crash between leaves an orphan blob, never a row naming a missing one.
+- ``run_pass(node, now)``: every organisation, enrol then sweep. It reads no provider state, so the
+  part-A sweeper calls it before its provider-breaker check and it works while sending is paused; the
+  node also runs it on its own schedule (``workflows``).
+- ``extend(conn, ...)``: the notice sweeper's write of ``retain_until`` (half-window rewrite floor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, exists, func, or_, select, update
+
+from mailnode import audit, budgets
+from mailnode.authz import is_admin
+from mailnode.clock import utc
+from mailnode.directory.tables import organisations
+from mailnode.errors import not_an_administrator
+from mailnode.ingress.tables import ingress_receipts
+from mailnode.mail.message_tables import messages
+from mailnode.node import Node
+from mailnode.notify import retention
+from mailnode.notify.notice_tables import holds, retained_content, retention_settings, sweep_cursors
+from mailnode.outbound.tables import send_manifests
+
+#: Send states in which a send may still go (``RetentionFacts.send_pending``): gated, queued or retryable.
+#: ``outcome_unknown`` counts as pending (it may be retried inside its window); the ceiling still deletes.
+PENDING_SEND_STATES: frozenset[str] = frozenset({"held", "awaiting", "throttled", "outcome_unknown"})
+DELETE_CURSOR = "retention_delete"
+rc = retained_content.c
+
+
+def settings_for(conn: Connection, org_id: str) -> retention.RetentionSettings:
+    """The organisation's settings, or the defaults when it set none (one statement)."""
+    row = conn.execute(select(retention_settings).where(retention_settings.c.org_id == org_id)).first()
+    if row is None:
+        return retention.DEFAULT_SETTINGS
+    return retention.RetentionSettings(
+        {retention.ContentKind.INBOUND_RAW: row.inbound_raw_seconds,
+         retention.ContentKind.SEALED_BODY: row.sealed_body_seconds}, row.ceiling_seconds)
+
+
+def settings_json(s: retention.RetentionSettings) -> dict[str, Any]:
+    """The API shape: ``{inbound_raw_seconds, sealed_body_seconds, ceiling_seconds}``."""
+    return {"inbound_raw_seconds": s.content_seconds[retention.ContentKind.INBOUND_RAW],
+            "sealed_body_seconds": s.content_seconds[retention.ContentKind.SEALED_BODY],
+            "ceiling_seconds": s.ceiling_seconds}
+
+
+def get_settings(conn: Connection, *, org_id: str, actor_id: str) -> dict[str, Any]:
+    """The settings, for administrators (``E_NOT_AN_ADMINISTRATOR``, 403, otherwise)."""
+    if not is_admin(conn, org_id, actor_id):
+        raise not_an_administrator("read the retention settings")
+    return settings_json(settings_for(conn, org_id))
+
+
+def update_settings(conn: Connection, *, org_id: str, actor_id: str, changes: dict[str, Any],
+                    now: datetime) -> dict[str, Any]:
+    """Change some of the three settings (seconds); the result must be coherent. Audited
+    ``retention.settings_changed`` with before and after.
+
+    Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_RETENTION_INCOHERENT`` (422, from ``RetentionSettings``).
+    """
+    if not is_admin(conn, org_id, actor_id):
+        raise not_an_administrator("change the retention settings")
+    before = settings_json(settings_for(conn, org_id))
+    after = {**before, **{k: v for k, v in changes.items() if v is not None}}
+    checked = retention.RetentionSettings(
+        {retention.ContentKind.INBOUND_RAW: int(after["inbound_raw_seconds"]),
+         retention.ContentKind.SEALED_BODY: int(after["sealed_body_seconds"])}, int(after["ceiling_seconds"]))
+    values = {**settings_json(checked), "updated_by": actor_id, "updated_at": now}
+    done = conn.execute(update(retention_settings).where(retention_settings.c.org_id == org_id).values(**values))
+    if done.rowcount == 0:
+        conn.execute(retention_settings.insert().values(org_id=org_id, **values))
+    audit.append(conn, org_id=org_id, at=now, action="retention.settings_changed", actor_id=actor_id,
+                 subject=org_id, detail={"before": before, "after": settings_json(checked)})
+    return settings_json(checked)
+
+
+def enrol(conn: Connection, *, org_id: str, limit: int = budgets.RETENTION_ENROL_BATCH_MAX) -> int:
+    """Add ledger rows for messages and sends not in it yet (at most ``limit`` of each); returns how many."""
+    added = 0
+    m = messages.c
+    rows = conn.execute(select(m.id, m.mailbox_id, m.received_at, m.raw_sha256)
+                        .where(m.org_id == org_id, ~exists().where(rc.source_id == m.id))
+                        .order_by(m.id).limit(limit)).all()
+    if rows:
+        conn.execute(retained_content.insert(), [
+            dict(source_id=r.id, org_id=org_id, kind=retention.ContentKind.INBOUND_RAW.value, mailbox_id=r.mailbox_id,
+                 created_at=r.received_at, digests=[r.raw_sha256]) for r in rows])
+        added += len(rows)
+    s = send_manifests.c
+    sends = conn.execute(select(s.id, s.mailbox_id, s.sealed_at, s.body_typed_sha256, s.body_normalised_sha256,
+                               s.rendered_sha256)
+                        .where(s.org_id == org_id, ~exists().where(rc.source_id == s.id))
+                        .order_by(s.id).limit(limit)).all()
+    if sends:
+        conn.execute(retained_content.insert(), [
+            dict(source_id=r.id, org_id=org_id, kind=retention.ContentKind.SEALED_BODY.value, mailbox_id=r.mailbox_id,
+                 created_at=r.sealed_at,
+                 digests=sorted({d for d in (r.body_typed_sha256, r.body_normalised_sha256, r.rendered_sha256) if d}))
+            for r in sends])
+        added += len(sends)
+    return added
+
+
+def extend(conn: Connection, *, source_ids: Iterable[str], now: datetime) -> int:
+    """Write ``retain_until`` on the unpurged ledger rows of ``source_ids`` where
+    ``retention.retain_until_write`` says so (the half-window floor); returns rows written."""
+    ids = sorted(set(source_ids))
+    if not ids:
+        return 0
+    written = 0
+    for r in conn.execute(select(rc.source_id, rc.retain_until)
+                          .where(rc.source_id.in_(ids), rc.purged_at.is_(None))).all():
+        target = retention.retain_until_write(r.retain_until, now)
+        if target is not None:
+            conn.execute(update(retained_content).where(rc.source_id == r.source_id).values(retain_until=target))
+            written += 1
+    return written
+
+
+def _not_purged(source_id_col: Any) -> Any:
+    return ~exists().where(rc.source_id == source_id_col, rc.purged_at.is_not(None))
+
+
+def referenced(conn: Connection, digest: str) -> bool:
+    """Whether any row still names ``digest``: a message, receipt or send whose content is not purged."""
+    m, r, s = messages.c, ingress_receipts.c, send_manifests.c
+    q = select(or_(
+        exists().where(m.raw_sha256 == digest, _not_purged(m.id)),
+        exists().where(r.sha256 == digest, or_(r.message_id.is_(None), _not_purged(r.message_id))),
+        exists().where(or_(s.body_typed_sha256 == digest, s.body_normalised_sha256 == digest,
+                           s.rendered_sha256 == digest), _not_purged(s.id)),
+    ))
+    return bool(conn.execute(q).scalar())
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """One organisation's deletion pass: rows examined, purged, hold-blocked, blobs removed, the cursor."""
+
+    examined: int
+    purged: tuple[str, ...]
+    hold_blocked: tuple[str, ...]
+    blobs_removed: int
+    next_cursor: tuple[datetime, str] | None
+
+
+def _cursor(conn: Connection, org_id: str) -> tuple[datetime, str] | None:
+    row = conn.execute(select(sweep_cursors).where(sweep_cursors.c.org_id == org_id,
+                                                   sweep_cursors.c.name == DELETE_CURSOR)).first()
+    return (utc(row.at), str(row.key)) if row is not None and row.at is not None else None
+
+
+def _save_cursor(conn: Connection, org_id: str, cursor: tuple[datetime, str] | None) -> None:
+    values = {"at": cursor[0] if cursor else None, "key": cursor[1] if cursor else None}
+    c = sweep_cursors.c
+    done = conn.execute(update(sweep_cursors).where(c.org_id == org_id, c.name == DELETE_CURSOR).values(**values))
+    if done.rowcount == 0:
+        conn.execute(sweep_cursors.insert().values(org_id=org_id, name=DELETE_CURSOR, **values))
+
+
+def _covered(hold_rows: Sequence[Any], mailbox_id: str, at: datetime) -> bool:
+    t = utc(at)
+    return any(h.mailbox_id == mailbox_id and (h.from_date is None or utc(h.from_date) <= t)
+               and (h.to_date is None or utc(h.to_date) >= t) for h in hold_rows)
+
+
+def sweep_org(node: Node, *, org_id: str, now: datetime, scan_max: int = budgets.RETENTION_SCAN_WINDOW_MAX,
+              batch_max: int = budgets.RETENTION_DELETE_BATCH_MAX) -> SweepReport:
+    """One deletion pass over one organisation's ledger (one transaction, then the blobs)."""
+    with node.begin() as conn:
+        settings = settings_for(conn, org_id)
+        cursor = _cursor(conn, org_id)
+        q = select(retained_content).where(rc.org_id == org_id, rc.purged_at.is_(None))
+        if cursor is not None:
+            q = q.where(or_(rc.created_at > cursor[0], and_(rc.created_at == cursor[0], rc.source_id > cursor[1])))
+        rows = conn.execute(q.order_by(rc.created_at, rc.source_id).limit(scan_max)).all()
+        hold_rows = conn.execute(select(holds).where(holds.c.org_id == org_id, holds.c.lifted_at.is_(None))).all()
+        send_ids = [r.source_id for r in rows if r.kind == retention.ContentKind.SEALED_BODY.value]
+        states = dict(conn.execute(select(send_manifests.c.id, send_manifests.c.state)
+                                   .where(send_manifests.c.id.in_(send_ids))).all()) if send_ids else {}
+        candidates = [retention.Candidate(
+            (utc(r.created_at), str(r.source_id)), str(r.source_id),
+            retention.decide(retention.RetentionFacts(
+                kind=r.kind, created_at=r.created_at, under_hold=_covered(hold_rows, r.mailbox_id, r.created_at),
+                send_pending=states.get(r.source_id) in PENDING_SEND_STATES, retain_until=r.retain_until),
+                now, settings)) for r in rows]
+        page = retention.page_deletions(candidates, scan_complete=len(rows) < scan_max, batch_max=batch_max)
+        reasons = {c.row_id: c.decision.reason.value for c in candidates}
+        digests: set[str] = set()
+        by_id = {r.source_id: r for r in rows}
+        for sid in page.delete:
+            row = by_id[sid]
+            conn.execute(update(retained_content).where(rc.source_id == sid, rc.purged_at.is_(None))
+                         .values(digests=None, purged_at=now))
+            digests.update(row.digests or [])
+            audit.append(conn, org_id=org_id, at=now, action="retention.deleted", actor_id=None, subject=sid,
+                         detail={"kind": row.kind, "reason": reasons[sid], "created_at": row.created_at.isoformat()})
+        for sid in page.hold_blocked:
+            row = by_id[sid]
+            ids = sorted(h.id for h in hold_rows if _covered([h], row.mailbox_id, row.created_at))
+            audit.append(conn, org_id=org_id, at=now, action="hold.blocked", actor_id=None, subject=sid,
+                         outcome="refused", detail={"hold_ids": ids, "act": "retention.delete", "kind": row.kind})
+        _save_cursor(conn, org_id, page.next_cursor)
+    removed = 0
+    for digest in sorted(digests):
+        with node.read() as conn:
+            if node.evidence.delete(digest, referenced=lambda d: referenced(conn, d)):
+                removed += 1
+    return SweepReport(page.examined, page.delete, page.hold_blocked, removed, page.next_cursor)
+
+
+@dataclass(frozen=True)
+class PassReport:
+    """A retention pass over every organisation: rows enrolled and each organisation's sweep."""
+
+    enrolled: int
+    sweeps: dict[str, SweepReport]
+
+
+def run_pass(node: Node, now: datetime) -> PassReport:
+    """Enrol new content and run one deletion pass for every organisation. Reads no provider state, so it
+    runs before (and regardless of) the provider-breaker check."""
+    with node.read() as conn:
+        org_ids = [r.id for r in conn.execute(select(organisations.c.id).order_by(organisations.c.id)).all()]
+    enrolled = 0
+    sweeps: dict[str, SweepReport] = {}
+    for org_id in org_ids:
+        with node.begin() as conn:
+            enrolled += enrol(conn, org_id=org_id)
+        sweeps[org_id] = sweep_org(node, org_id=org_id, now=now)
+    return PassReport(enrolled, sweeps)
+
+
+def ledger_counts(conn: Connection, *, org_id: str) -> dict[str, int]:
+    """``{"retained": n, "purged": n}`` for an organisation (doctor and tests)."""
+    rows = conn.execute(select(rc.purged_at.is_(None).label("live"), func.count())
+                        .where(rc.org_id == org_id).group_by(rc.purged_at.is_(None))).all()
+    out = {"retained": 0, "purged": 0}
+    for live, n in rows:
+        out["retained" if live else "purged"] = int(n)
+    return out
