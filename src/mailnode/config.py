@@ -80,6 +80,26 @@ class Settings(BaseSettings):
     dbos_system_database_url: str = ""
     #: Fault injection for crash tests: seconds each materialisation waits before writing (0 in production).
     fault_materialise_delay_seconds: float = 0.0
+    #: The address system mail (verification codes, notices) is sealed from: an address of a node mailbox.
+    #: Empty means the organisation's oldest mailbox address (spec/transactional.md §1).
+    system_sender: str = ""
+    #: The node's secret for keyed hashes (verification codes). Empty: read ``<data_dir>/node_secret``,
+    #: generated there with 32 random bytes on first use (``notify.secret``).
+    node_secret: str = Field(default="", repr=False)
+    #: Emails per UTC day the provider plan allows; 0 means no daily cap (paid plans).
+    provider_daily_limit: int = budgets.PROVIDER_DAILY_LIMIT_DEFAULT
+    #: The day's reading at which realtime mail stops (the reserve below the limit).
+    provider_realtime_ceiling: int = budgets.PROVIDER_REALTIME_CEILING_DEFAULT
+    #: The day's reading at which correspondence stops.
+    provider_correspondence_ceiling: int = budgets.PROVIDER_CORRESPONDENCE_CEILING_DEFAULT
+    #: Seconds between notify sweeper passes (DBOS schedule): 1..59 dividing 60, or whole minutes dividing 60.
+    sweeper_interval_seconds: int = budgets.SWEEPER_INTERVAL_SECONDS
+    #: Deferrable mail not handed over within this many seconds of sealing is given up (``withheld/gave_up``).
+    sweeper_give_up_age_seconds: int = budgets.SWEEPER_GIVE_UP_AGE_SECONDS
+    #: Hand-overs a deferrable send may try before it is given up.
+    sweeper_max_attempts: int = budgets.SWEEPER_MAX_ATTEMPTS
+    #: Seconds a sweeper or dispatch claim is leased for before another worker may recover it.
+    sweeper_lease_seconds: int = budgets.DISPATCH_LEASE_SECONDS
 
     @field_validator("trusted_authserv_ids", mode="before")
     @classmethod

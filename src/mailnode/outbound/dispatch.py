@@ -29,6 +29,17 @@ A transport that raises is recorded: that recipient stays ``outcome_unknown`` wi
 ``last_error``, the send ends ``outcome_unknown`` with the cause, and the traceback is logged; no further
 recipient of that send is attempted in the pass.
 
+Mail classes and the provider breaker (spec/transactional.md §1–§2): after governance's refusals and
+before the rate gate, the provider breaker is asked for the send's class. Correspondence it refuses is
+gated ``awaiting/provider_unavailable`` (on the transition only, with ``send.provider_unavailable``
+audited), drained by ``movable_now`` when the breaker reopens; deferrable and realtime mail it refuses is
+left untouched, no attempt spent (the sweeper and the realtime request decide what that means). Policy,
+approvals and the author's authority are correspondence's gates: for other classes only the domain pause
+and the evidence check withhold, and system mail (``Auto-Submitted: auto-generated``, not
+correspondence) skips the authority check. Every transport answer is folded into the transport's
+``provider_status`` row (``notify.provider_io.record``) in the transaction that records it, and a send
+stops submitting further recipients once an answer shut the breaker.
+
 ``recover_claims`` finds claims whose lease expired (or, at start-up, claims made under this process's
 own executor id, whose holder is necessarily dead) and resolves them (spec/transactional.md §3): a send
 with a recipient that provably never left (or may be re-driven under an open dedup window) goes back to
@@ -52,6 +63,9 @@ from mailnode.errors import MailnodeError
 from mailnode.governance import gatefacts
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
+from mailnode.notify import provider_io
+from mailnode.notify.classes import MailClass, parse_mail_class
+from mailnode.notify.provider import BreakerState, breaker_state
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.states import (
     REASON_WORDS,
@@ -131,6 +145,38 @@ def withhold(conn: Connection, row: Any, reason: StateReason, now: datetime, det
     return True
 
 
+#: Governance reasons that withhold a send of any class; the rest (policy, approvals) are correspondence's.
+_EVERY_CLASS_WITHHOLDS = frozenset({StateReason.DOMAIN_PAUSED.value})
+
+
+def is_system_mail(row: Any) -> bool:
+    """The node's own mail: ``Auto-Submitted: auto-generated`` on a class other than correspondence."""
+    return row.auto_submitted == "auto-generated" and row.mail_class != MailClass.CORRESPONDENCE.value
+
+
+def gate_provider_unavailable(conn: Connection, row: Any, now: datetime, detail: str) -> bool:
+    """Gate a movable correspondence send ``awaiting/provider_unavailable`` (on the transition only).
+
+    Guarded by ``movable_now`` and by not already waiting for that reason; recipients that have not left
+    follow; ``send.provider_unavailable`` is audited. Returns True when the send was gated now.
+    """
+    m = send_manifests.c
+    reason = StateReason.PROVIDER_UNAVAILABLE.value
+    done = conn.execute(update(send_manifests)
+                        .where(m.id == row.id, movable_now_sql(now),
+                               ~and_(m.state == SendState.AWAITING.value, m.state_reason == reason))
+                        .values(state=SendState.AWAITING.value, state_reason=reason, state_at=now,
+                                last_error=detail or REASON_WORDS[StateReason.PROVIDER_UNAVAILABLE]))
+    if done.rowcount != 1:
+        return False
+    conn.execute(update(send_recipients)
+                 .where(send_recipients.c.manifest_id == row.id, send_recipients.c.submission_state.in_(_NOT_YET_LEFT))
+                 .values(submission_state=SendState.AWAITING.value, submission_state_at=now))
+    audit.append(conn, org_id=row.org_id, at=now, action="send.provider_unavailable", actor_id=None,
+                 subject=row.id, outcome="refused", detail={"at": "dispatch", "evidence": detail[:300]})
+    return True
+
+
 def _submission(row: Any, rec: Any, rendered: bytes, text: str, bounce_domain: str) -> Submission:
     headers: list[tuple[str, str]] = []
     if row.in_reply_to_header:
@@ -158,12 +204,19 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
     now = node.clock.now()
     token = f"{executor_id}/{ULID()}"
     caps = transport.capabilities
+    limits = provider_io.limits_of(node.settings)
     with node.begin() as conn:
         row = conn.execute(select(send_manifests).where(send_manifests.c.id == manifest_id,
                                                         movable_now_sql(now))).first()
         if row is None:
             return DispatchResult(manifest_id, None, "not movable now")
-        if not holds(conn, row.org_id, row.author_id, "send.propose", "mailbox", row.mailbox_id):
+        mail_class = parse_mail_class(row.mail_class)
+        if mail_class is None:
+            withhold(conn, row, StateReason.NOT_CLASSIFIED, now, f"The mail class {row.mail_class!r} is not known.")
+            return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.NOT_CLASSIFIED.value)
+        correspondence = mail_class is MailClass.CORRESPONDENCE
+        if not is_system_mail(row) and not holds(conn, row.org_id, row.author_id, "send.propose", "mailbox",
+                                                 row.mailbox_id):
             withhold(conn, row, StateReason.AUTHORITY_LOST, now,
                      f"{row.author_id} no longer holds send.propose on {row.mailbox_id}.")
             return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.AUTHORITY_LOST.value)
@@ -172,10 +225,18 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
             recipients=[*row.to_addresses, *row.cc_addresses, *row.bcc_addresses],
             is_reply=row.in_reply_to_message_id is not None, sending_domain=row.envelope_from.rpartition("@")[2],
             bound_outcome=row.policy_outcome, now=now, delivery_signals=str(caps.delivery_signals))
-        if gov.withhold_reason is not None:
+        if gov.withhold_reason is not None and (correspondence or gov.withhold_reason in _EVERY_CLASS_WITHHOLDS):
             reason = StateReason(gov.withhold_reason)
             withhold(conn, row, reason, now, gov.withhold_detail)
             return DispatchResult(manifest_id, SendState.WITHHELD.value, reason.value)
+        provider = provider_io.decide(conn, caps.name, mail_class.value, now, limits)
+        if not provider.allowed:
+            reason_text = f"The provider refuses {mail_class.value} mail now ({provider.reason})."
+            if correspondence:
+                gated = gate_provider_unavailable(conn, row, now, reason_text)
+                return DispatchResult(manifest_id, SendState.AWAITING.value if gated else None,
+                                      StateReason.PROVIDER_UNAVAILABLE.value)
+            return DispatchResult(manifest_id, None, StateReason.PROVIDER_UNAVAILABLE.value)
         if gov.rate_gate is not None:
             gated = gatefacts.record_rate_limited(conn, org_id=row.org_id, manifest_id=row.id,
                                                   mailbox_id=row.mailbox_id, reading=gov.rate_gate, now=now,
@@ -229,16 +290,21 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         state = outcome.state.value
         error = None if outcome.state is SubmitState.HANDED_OVER else (outcome.detail or outcome.error_name or state)
         with node.begin() as conn:
+            answered_at = node.clock.now()
             conn.execute(update(send_recipients).where(send_recipients.c.id == rec.id).values(
-                submission_state=state, submission_state_at=node.clock.now(), last_error=error,
+                submission_state=state, submission_state_at=answered_at, last_error=error,
                 transport_message_id=outcome.transport_message_id or rec.transport_message_id,
                 provider_message_id=outcome.provider_message_id or rec.provider_message_id))
+            status = provider_io.record(conn, caps.name, outcome, answered_at, limits)
         final[rec.id] = state
         if error:
             errors.append(f"{rec.address}: {error}")
         if outcome.retry_after_seconds is not None:
             retry_after = max(retry_after or 0.0, outcome.retry_after_seconds)
         if raised:
+            break
+        if breaker_state(status, answered_at) is BreakerState.SHUT:
+            # The provider stopped taking mail: the rest of this send waits (held rows aggregate throttled).
             break
     return _finish(node, row, token, final, errors, attempts, retry_after)
 
@@ -276,13 +342,49 @@ def capabilities_of(node: Node) -> TransportCapabilities:
         asyncio.run(transport.aclose())
 
 
-def due_ids(node: Node, limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None) -> list[str]:
-    """Ids of sends movable now, oldest ``release_at`` first, at most ``limit`` (one statement)."""
-    q = select(send_manifests.c.id).where(movable_now_sql(node.clock.now()))
+def due_ids(node: Node, limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None,
+            transport_name: str | None = None) -> list[str]:
+    """Ids of correspondence movable now, oldest ``release_at`` first, at most ``limit`` (two statements:
+    the provider breaker, then the sends).
+
+    Only correspondence: realtime mail goes inside its request and deferrable mail through the notify
+    sweeper (``notify.classes.DeliveredBy``), each under its own rules. While the breaker refuses
+    correspondence, sends waiting ``awaiting/provider_unavailable`` are not read (``movable_now``).
+    """
+    now = node.clock.now()
+    with node.read() as conn:
+        shut = not provider_io.decide(conn, transport_name or node.settings.transport, MailClass.CORRESPONDENCE.value, now,
+                                      provider_io.limits_of(node.settings)).allowed
+    q = select(send_manifests.c.id).where(movable_now_sql(now, provider_shut=shut),
+                                          send_manifests.c.mail_class == MailClass.CORRESPONDENCE.value)
     if mailbox_ids is not None:
         q = q.where(send_manifests.c.mailbox_id.in_(mailbox_ids))
     with node.read() as conn:
         return [r.id for r in conn.execute(q.order_by(send_manifests.c.release_at).limit(limit)).all()]
+
+
+def recover_one(conn: Connection, row: Any, now: datetime, dedup_open: bool) -> bool:
+    """Resolve one lapsed claim (guarded by its claim token): ``held`` when a recipient may still be
+    submitted, else its recipients' aggregate. Returns True when this call resolved it."""
+    states = [r.submission_state for r in conn.execute(
+        select(send_recipients.c.submission_state).where(send_recipients.c.manifest_id == row.id)).all()]
+    movable = any(recipient_submittable(s, dedup_window_open=dedup_open) for s in states)
+    ambiguous = sum(1 for s in states if s == SendState.OUTCOME_UNKNOWN.value)
+    note = (f"The worker holding the claim stopped (lease until {row.lease_until}); "
+            f"{ambiguous} recipient(s) may have been handed over.")
+    target = SendState.HELD if movable else aggregate(states)
+    done = conn.execute(update(send_manifests).where(send_manifests.c.id == row.id,
+                                                     send_manifests.c.claim_token == row.claim_token)
+                        .values(state=target.value, state_at=now, state_reason=None, lease_until=None,
+                                claim_token=None, last_error=note))
+    if done.rowcount != 1:
+        return False
+    action = "send.claim_recovered" if movable else f"send.{target.value}"
+    audit.append(conn, org_id=row.org_id, at=now, action=action, actor_id=None, subject=row.id,
+                 outcome="ok" if movable else _AUDIT_OUTCOME.get(target, "failed"),
+                 detail={"ambiguous_recipients": ambiguous, "state": target.value,
+                         "lapsed_claim": row.claim_token})
+    return True
 
 
 def recover_claims(node: Node, caps: TransportCapabilities, *, own_executor_id: str | None = None,
@@ -303,26 +405,8 @@ def recover_claims(node: Node, caps: TransportCapabilities, *, own_executor_id: 
     with node.begin() as conn:
         rows = conn.execute(select(send_manifests).where(cond).limit(limit)).all()
         for row in rows:
-            states = [r.submission_state for r in conn.execute(
-                select(send_recipients.c.submission_state).where(send_recipients.c.manifest_id == row.id)).all()]
-            dedup_open = dedup_window_open(caps, row.first_attempt_at, now)
-            movable = any(recipient_submittable(s, dedup_window_open=dedup_open) for s in states)
-            ambiguous = sum(1 for s in states if s == SendState.OUTCOME_UNKNOWN.value)
-            note = (f"The worker holding the claim stopped (lease until {row.lease_until}); "
-                    f"{ambiguous} recipient(s) may have been handed over.")
-            target = SendState.HELD if movable else aggregate(states)
-            done = conn.execute(update(send_manifests).where(send_manifests.c.id == row.id,
-                                                             send_manifests.c.claim_token == row.claim_token)
-                                .values(state=target.value, state_at=now, state_reason=None, lease_until=None,
-                                        claim_token=None, last_error=note))
-            if done.rowcount != 1:
-                continue
-            recovered += 1
-            action = "send.claim_recovered" if movable else f"send.{target.value}"
-            audit.append(conn, org_id=row.org_id, at=now, action=action, actor_id=None, subject=row.id,
-                         outcome="ok" if movable else _AUDIT_OUTCOME.get(target, "failed"),
-                         detail={"ambiguous_recipients": ambiguous, "state": target.value,
-                                 "lapsed_claim": row.claim_token})
+            if recover_one(conn, row, now, dedup_window_open(caps, row.first_attempt_at, now)):
+                recovered += 1
     if recovered:
         log.warning("send.claims_recovered count=%d", recovered)
     return recovered
@@ -341,7 +425,8 @@ async def sweep_async(node: Node, transport: Transport, *, executor_id: str = "l
         async with gate:
             return await dispatch_one(node, transport, mid, executor_id=executor_id, lease_seconds=lease_seconds)
 
-    report.results.extend(await asyncio.gather(*(one(mid) for mid in due_ids(node, limit, mailbox_ids))))
+    report.results.extend(await asyncio.gather(*(one(mid) for mid in due_ids(node, limit, mailbox_ids,
+                                                                         transport.capabilities.name))))
     return report
 
 

@@ -8,6 +8,10 @@ again at the claim). Policy, approval and Butler-release gates never move by tim
 ``movable_now_sql(now)`` is the predicate as a SQL expression over ``send_manifests``; the sweep, the
 claim, the withhold and every other gated write put it in their ``WHERE``. ``movable_now(...)`` is its
 pure twin, for tests and for explaining a row; a test checks that the two agree on every state.
+
+``provider_shut`` (spec/transactional.md §2): while the provider breaker refuses the send's class, a send
+waiting ``awaiting/provider_unavailable`` is not movable, so a sweep does not re-read it on every tick; it
+drains when the breaker reopens (the caller passes the breaker's answer, read once per sweep).
 """
 
 from __future__ import annotations
@@ -18,30 +22,40 @@ from sqlalchemy import and_, or_
 from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode.clock import utc
-from mailnode.outbound.states import TIME_DRAINED_REASONS, SendState
+from mailnode.outbound.states import TIME_DRAINED_REASONS, SendState, StateReason
 from mailnode.outbound.tables import send_manifests
 
 _MOVABLE_STATES = (SendState.HELD.value, SendState.THROTTLED.value)
 _DRAINED = tuple(r.value for r in TIME_DRAINED_REASONS)
+_DRAINED_WHILE_PROVIDER_SHUT = tuple(r for r in _DRAINED if r != StateReason.PROVIDER_UNAVAILABLE.value)
 
 
-def movable_now_sql(now: datetime) -> ColumnElement[bool]:
-    """The predicate over ``send_manifests`` for time ``now`` (aware UTC); binds ``now`` and the reasons."""
+def _drained(provider_shut: bool) -> tuple[str, ...]:
+    return _DRAINED_WHILE_PROVIDER_SHUT if provider_shut else _DRAINED
+
+
+def movable_now_sql(now: datetime, *, provider_shut: bool = False) -> ColumnElement[bool]:
+    """The predicate over ``send_manifests`` for time ``now`` (aware UTC); binds ``now`` and the reasons.
+
+    ``provider_shut``: the provider breaker refuses the class now, so ``awaiting/provider_unavailable``
+    does not drain yet.
+    """
     m = send_manifests.c
     return and_(
         m.release_at <= now,
         or_(m.state.in_(_MOVABLE_STATES),
-            and_(m.state == SendState.AWAITING.value, m.state_reason.in_(_DRAINED))),
+            and_(m.state == SendState.AWAITING.value, m.state_reason.in_(_drained(provider_shut)))),
     )
 
 
-def movable_now(state: str | None, state_reason: str | None, release_at: datetime, now: datetime) -> bool:
+def movable_now(state: str | None, state_reason: str | None, release_at: datetime, now: datetime,
+                *, provider_shut: bool = False) -> bool:
     """The same predicate over one row's values (pure)."""
     if utc(release_at) > utc(now):
         return False
     if state in _MOVABLE_STATES:
         return True
-    return state == SendState.AWAITING.value and state_reason in _DRAINED
+    return state == SendState.AWAITING.value and state_reason in _drained(provider_shut)
 
 
 def lease_expired_sql(now: datetime) -> ColumnElement[bool]:

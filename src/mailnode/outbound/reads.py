@@ -54,6 +54,12 @@ NEXT_STEP: dict[StateReason, str] = {
     StateReason.APPROVAL_EXPIRED: "Nothing changes this send; compose it again to ask for a new approval.",
     StateReason.EVIDENCE_CHANGED: "Nothing changes this send; check the evidence store (mailnode doctor) "
                                   "and compose it again.",
+    StateReason.GAVE_UP: "Nothing changes this send; send it again once the provider takes mail "
+                         "(GET /api/provider-status).",
+    StateReason.DEDUP_WINDOW_CLOSED: "A person decides: POST /api/sends/{send}/retry with resend-may-duplicate "
+                                     "(a recipient may get it twice), or leave it.",
+    StateReason.REALTIME_NOT_RETRIED: "Nothing changes this send; the application or person asks again.",
+    StateReason.NOT_CLASSIFIED: "Nothing changes this send; report it (mailnode doctor).",
 }
 #: The next step for a reason outside the vocabulary.
 UNKNOWN_NEXT_STEP = "The reason is not one mailnode knows; treat the send as stopped and report it."

@@ -28,6 +28,16 @@ breaker readings are the ones the manifest is written under.
 ``release_at`` = seal time + the mailbox's hold window (``budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS`` when
 unset; 0 = immediately movable). A Butler author's mail carries ``Auto-Submitted: auto-replied`` and
 waits for a person's release; the node's own notices carry ``auto-generated``.
+
+Mail classes (spec/transactional.md §1; ``notify.classes``): every manifest carries ``mail_class``,
+``correspondence`` unless the request names ``realtime`` or ``deferrable`` (an unknown name is
+``E_MAIL_CLASS_UNKNOWN``, 422). Only correspondence meets policy, approvals and the Butler release, and
+waits out the hold window; every class meets the domain pause and the rate breakers. Correspondence also
+reads the provider breaker here (``awaiting/provider_unavailable`` when it refuses the class, drained by
+``movable_now`` when it reopens); realtime mail asks the breaker before it is sealed
+(``notify.realtime``) and deferrable mail when the sweeper hands it over. System mail (``system``: the
+node's own verification codes and notices) is sealed from the configured system sender without an
+authority check, carries ``Auto-Submitted: auto-generated``, and is never correspondence.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, delete, select
@@ -48,6 +59,10 @@ from mailnode.mail.message_tables import messages
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
+from mailnode.notify import provider_io
+from mailnode.notify.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
+from mailnode.notify.provider import ProviderStatus, may_send
+from mailnode.notify.tables import provider_status
 from mailnode.outbound import gates
 from mailnode.outbound.addresses import NormalisedAddress, normalise_address, reject_header_injection
 from mailnode.outbound.parents import may_reply_to
@@ -82,6 +97,11 @@ class SealRequest:
             ``resend_reason``; ``send.resent`` is audited in the seal's transaction.
         envelope_only: when set, recipient rows are made only for these lower-cased addresses (a resend
             to the recipients a first attempt may not have reached); the headers stay as composed.
+        mail_class: ``correspondence`` (default), ``realtime`` or ``deferrable`` (``notify.classes``);
+            ``notice`` implies ``deferrable``.
+        system: the node's own mail (``sender_address`` is the system sender): no authority check,
+            ``Auto-Submitted: auto-generated``; never correspondence.
+        idempotency_key: the caller's key, unique per (organisation, author); written on the manifest.
     """
 
     mailbox_id: str
@@ -96,6 +116,9 @@ class SealRequest:
     resend_of: str | None = None
     resend_reason: str | None = None
     envelope_only: frozenset[str] | None = field(default=None)
+    mail_class: str = DEFAULT_MAIL_CLASS.value
+    system: bool = False
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +135,7 @@ class Sealed:
     policy_outcome: str | None = None
     approval_id: str | None = None
     last_error: str | None = None
+    mail_class: str = DEFAULT_MAIL_CLASS.value
 
     def to_json(self) -> dict[str, Any]:
         """The API shape (the full send is at ``GET /api/sends/{id}``)."""
@@ -119,7 +143,7 @@ class Sealed:
                 "release_at": self.release_at.isoformat(), "rfc_message_id": self.rfc_message_id,
                 "conversation_id": self.conversation_id, "recipients": self.recipients,
                 "policy_outcome": self.policy_outcome, "approval_id": self.approval_id,
-                "last_error": self.last_error}
+                "last_error": self.last_error, "mail_class": self.mail_class}
 
 
 def may_not_send(mailbox_id: str) -> MailnodeError:
@@ -198,15 +222,37 @@ class _Facts:
     hold_window: int
     sender: str
     parent: Any | None
+    provider: ProviderStatus
 
 
-def _read_facts(conn: Connection, org_id: str, author_id: str, req: SealRequest) -> _Facts:
+def class_of(request: SealRequest) -> MailClass:
+    """The ``MailClass`` a request seals as; ``E_MAIL_CLASS_UNKNOWN`` (422) for a name mailnode does not know,
+    and ``E_SYSTEM_MAIL_CLASS`` (422) for system mail asked to be correspondence."""
+    value = MailClass.DEFERRABLE.value if request.notice else request.mail_class
+    mail_class = parse_mail_class(value)
+    if mail_class is None:
+        raise invalid("E_MAIL_CLASS_UNKNOWN", f"{value!r} is not a mail class.",
+                      "A send is correspondence, realtime or deferrable (spec/transactional.md §1).",
+                      "Send class correspondence, realtime or deferrable.", mail_class=str(value)[:40])
+    if (request.system or request.notice) and mail_class is MailClass.CORRESPONDENCE:
+        raise invalid("E_SYSTEM_MAIL_CLASS", "System mail cannot be correspondence.",
+                      "Policy and approvals govern people's words; the node's own mail is realtime or deferrable.",
+                      "Seal system mail as realtime or deferrable.")
+    return mail_class
+
+
+def _read_facts(conn: Connection, org_id: str, author_id: str, req: SealRequest, transport: str) -> _Facts:
     parse_id(req.mailbox_id, "mbx", "mailbox_id")
-    if not holds(conn, org_id, author_id, "send.propose", "mailbox", req.mailbox_id):
+    system = req.system or req.notice
+    if not system and not holds(conn, org_id, author_id, "send.propose", "mailbox", req.mailbox_id):
         raise may_not_send(req.mailbox_id)
+    # The provider breaker's row rides on the mailbox read (a LEFT JOIN on the transport's name), so the
+    # provider gate costs the seal no statement (budgets.SEAL_MAX_STATEMENTS).
+    ps = provider_status.c
     rows = conn.execute(
-        select(mailboxes.c.hold_window_seconds, mailbox_addresses.c.address)
-        .select_from(mailboxes.outerjoin(mailbox_addresses, mailbox_addresses.c.mailbox_id == mailboxes.c.id))
+        select(mailboxes.c.hold_window_seconds, mailbox_addresses.c.address, *[c.label(f"ps_{c.name}") for c in ps])
+        .select_from(mailboxes.outerjoin(mailbox_addresses, mailbox_addresses.c.mailbox_id == mailboxes.c.id)
+                     .outerjoin(provider_status, ps.transport == transport))
         .where(mailboxes.c.id == req.mailbox_id, mailboxes.c.org_id == org_id)
         .order_by(mailbox_addresses.c.created_at, mailbox_addresses.c.id)
     ).all()
@@ -225,7 +271,11 @@ def _read_facts(conn: Connection, org_id: str, author_id: str, req: SealRequest)
                                               parent_id=req.in_reply_to_message_id,
                                               parent_mailbox_id=parent.mailbox_id):
             raise no_such_parent(req.in_reply_to_message_id)
-    return _Facts(budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS if hold is None else int(hold), sender, parent)
+    first = rows[0]
+    stored = (SimpleNamespace(**{c.name: getattr(first, f"ps_{c.name}") for c in ps})
+              if first.ps_transport is not None else None)
+    provider = provider_io.from_row(transport, stored)
+    return _Facts(budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS if hold is None else int(hold), sender, parent, provider)
 
 
 def _caller_facts(facts: gates.GateFacts | None) -> gates.GateFacts:
@@ -270,10 +320,12 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     draft this seal retires (deleted in the same transaction).
     """
     base = _caller_facts(facts)
+    mail_class = class_of(request)
+    correspondence = mail_class is MailClass.CORRESPONDENCE
     reject_header_injection("Subject", request.subject)
     recipients = validate_recipients(request.to, request.cc, request.bcc)
     with node.read() as conn:
-        f = _read_facts(conn, org_id, author_id, request)
+        f = _read_facts(conn, org_id, author_id, request, node.settings.transport)
     now = node.clock.now()
     send_id = new_id("snd")
     domain = f.sender.rpartition("@")[2]
@@ -286,10 +338,10 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             chain.append(in_reply_to)
         references = bound_references(chain)
     auto: AutoSubmitted | None = None
-    if prefix_of(author_id) == "btl":
-        auto = "auto-replied"
-    elif request.notice:
+    if request.system or request.notice:
         auto = "auto-generated"
+    elif prefix_of(author_id) == "btl":
+        auto = "auto-replied"
     to = tuple(a.address for k, a in recipients if k == "to")
     cc = tuple(a.address for k, a in recipients if k == "cc")
     bcc = tuple(a.address for k, a in recipients if k == "bcc")
@@ -300,7 +352,8 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     typed_sha = node.evidence.put(request.body.encode("utf-8"))
     normalised_sha = node.evidence.put(normalise_body(request.body).encode("utf-8"))
     rendered_sha = node.evidence.put(rendered)
-    release_at = now + timedelta(seconds=f.hold_window)
+    # Only correspondence waits out the hold window: realtime goes inside its request, deferrable to the sweeper.
+    release_at = now + timedelta(seconds=f.hold_window if correspondence else 0)
     rows = [(k, a) for k, a in recipients
             if request.envelope_only is None or a.key in request.envelope_only]
     signals = breakers.delivery_signals_of(node.settings.transport)
@@ -310,10 +363,19 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
                                    sending_domain=domain, now=now, delivery_signals=signals)
         inputs = gov.gate_inputs()
         rate = inputs.pop("rate_gate")
+        provider_unavailable = base.provider_unavailable
+        if correspondence and not provider_unavailable:
+            verdict = may_send(f.provider, mail_class, now, provider_io.limits_of(node.settings))
+            provider_io.emit(verdict.logs)
+            provider_unavailable = not verdict.allowed
+        if not correspondence:
+            # Policy, approvals and the Butler release govern correspondence only (notify.classes).
+            inputs["policy_outcome"] = None
+            inputs["approval_satisfiable"] = True
         decision = gates.decide(gates.GateFacts(
             **inputs, rate_gate=StateReason(rate) if rate is not None else None,
-            butler_release_required=prefix_of(author_id) == "btl",
-            provider_unavailable=base.provider_unavailable))
+            butler_release_required=correspondence and prefix_of(author_id) == "btl",
+            provider_unavailable=provider_unavailable))
         reason = decision.reason.value if decision.reason else None
         last_error = _seal_error(decision, gov, domain)
         if f.parent is not None:
@@ -322,7 +384,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             conversation_id = start_conversation(conn, org_id, request.subject, now)
         conn.execute(send_manifests.insert().values(
             id=send_id, org_id=org_id, mailbox_id=request.mailbox_id, author_id=author_id,
-            mail_class="notice" if request.notice else "correspondence",
+            mail_class=mail_class.value, idempotency_key=request.idempotency_key,
             in_reply_to_message_id=request.in_reply_to_message_id, conversation_id=conversation_id,
             envelope_from=f.sender, to_addresses=list(to), cc_addresses=list(cc), bcc_addresses=list(bcc),
             subject=request.subject, rfc_message_id=message_id.strip("<>"), in_reply_to_header=in_reply_to,
@@ -330,7 +392,8 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             body_typed_sha256=typed_sha, body_normalised_sha256=normalised_sha, rendered_sha256=rendered_sha,
             sealed_at=now, release_at=release_at, state=decision.state.value, state_at=now,
             state_reason=reason, last_error=last_error, resend_of=request.resend_of,
-            policy_outcome=gov.policy.outcome.value, policy_versions=gov.policy.version_ids,
+            policy_outcome=gov.policy.outcome.value if correspondence else None,
+            policy_versions=gov.policy.version_ids if correspondence else None,
         ))
         conn.execute(send_recipients.insert(), [
             {"id": new_id("srp"), "org_id": org_id, "manifest_id": send_id, "kind": k, "address": a.address,
@@ -344,7 +407,8 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
                      detail={"mailbox_id": request.mailbox_id, "recipients": len(rows), "state": decision.state.value,
                              "state_reason": reason, "gate": decision.gate.name.lower(),
                              "in_reply_to": request.in_reply_to_message_id, "release_at": release_at.isoformat(),
-                             "resend_of": request.resend_of, "draft_id": draft_id, **gov.audit_detail()})
+                             "resend_of": request.resend_of, "draft_id": draft_id, "mail_class": mail_class.value,
+                             **gov.audit_detail()})
         # The approval is asked only of a send that waits for it: a refusal outranks the gate and
         # writes no approval row (spec/outbound.md Part A 1). ``approval.requested`` names the send.
         approval_id = None
@@ -360,4 +424,4 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
                          detail={"resend_of": request.resend_of, "reason": (request.resend_reason or "")[:300],
                                  "duplicate_possible": True})
     return Sealed(send_id, decision.state, reason, release_at, message_id.strip("<>"), conversation_id, len(rows),
-                  gov.policy.outcome.value, approval_id, last_error)
+                  gov.policy.outcome.value if correspondence else None, approval_id, last_error, mail_class.value)

@@ -58,6 +58,10 @@ class StateReason(StrEnum):
     POLICY_STRICTER = "policy_stricter"
     APPROVAL_EXPIRED = "approval_expired"
     EVIDENCE_CHANGED = "evidence_changed"
+    GAVE_UP = "gave_up"
+    DEDUP_WINDOW_CLOSED = "dedup_window_closed"
+    REALTIME_NOT_RETRIED = "realtime_not_retried"
+    NOT_CLASSIFIED = "not_classified"
 
 
 #: The state each reason belongs to. Total over ``StateReason``.
@@ -79,6 +83,11 @@ STATE_OF_REASON: dict[StateReason, SendState] = {
     StateReason.POLICY_STRICTER: SendState.WITHHELD,
     StateReason.APPROVAL_EXPIRED: SendState.WITHHELD,
     StateReason.EVIDENCE_CHANGED: SendState.WITHHELD,
+    # The sweeper's writes (notify.sweeper_rules.SweeperReason; spec/transactional.md §3).
+    StateReason.GAVE_UP: SendState.WITHHELD,
+    StateReason.DEDUP_WINDOW_CLOSED: SendState.OUTCOME_UNKNOWN,
+    StateReason.REALTIME_NOT_RETRIED: SendState.WITHHELD,
+    StateReason.NOT_CLASSIFIED: SendState.WITHHELD,
 }
 
 #: ``awaiting`` reasons that time drains: the sweep re-admits them (``movable_now``); the rate gate or
@@ -109,6 +118,11 @@ REASON_WORDS: dict[StateReason, str] = {
     StateReason.POLICY_STRICTER: "The policy became stricter than the one this send was approved under.",
     StateReason.APPROVAL_EXPIRED: "The approval of this send expired before it left; it will not leave.",
     StateReason.EVIDENCE_CHANGED: "The stored body no longer matches what was sealed; it will not leave.",
+    StateReason.GAVE_UP: "Nobody could hand this mail over within its give-up age or attempts; it will not leave.",
+    StateReason.DEDUP_WINDOW_CLOSED: ("It may have left, and a retry now could deliver it twice; a person decides "
+                                      "(POST /api/sends/{id}/retry with resend-may-duplicate)."),
+    StateReason.REALTIME_NOT_RETRIED: "Realtime mail is tried once, inside its request; it is never retried.",
+    StateReason.NOT_CLASSIFIED: "Its class or state is not one mailnode knows; it is stopped for a person to look at.",
 }
 
 #: What each state means to a person. Total over ``SendState``.

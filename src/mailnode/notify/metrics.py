@@ -1,0 +1,102 @@
+"""Prometheus metrics: the node's breakers, provider status and quota reading, sends and runs by state.
+
+spec/transactional.md §2 "Alerting cannot be mail": a node out of mail cannot mail anyone that it is, so
+its state is exposed for a monitoring system to scrape (``GET /metrics``; alert rules in
+``docs/operations.md``). Two kinds of metric:
+
+- process counters (``SWEEPER_ROWS``, ``SWEEPER_PASSES``) in ``COUNTERS``, incremented by the sweeper;
+- readings taken from the database at scrape time (``render``): nothing is cached, so a reading is never
+  older than the scrape. A quota percent with no reading today is absent, never 0 (no reassuring zeros).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+
+from mailnode.butler.run_tables import butler_runs
+from mailnode.directory.tables import organisations
+from mailnode.governance import breakers
+from mailnode.node import Node
+from mailnode.notify import provider_io
+from mailnode.notify.provider import BreakerState, breaker_state, quota_percent, reading_today
+from mailnode.outbound.tables import send_manifests
+
+#: Process-wide counters (they survive between scrapes).
+COUNTERS = CollectorRegistry(auto_describe=True)
+SWEEPER_ROWS = Counter("mailnode_sweeper_rows", "Rows the notify sweeper decided, by verdict.", ["verdict"],
+                       registry=COUNTERS)
+SWEEPER_PASSES = Counter("mailnode_sweeper_passes", "Notify sweeper passes, by send mode.", ["send_mode"],
+                         registry=COUNTERS)
+
+
+class NodeCollector(Collector):
+    """Readings from one node's database, taken at each scrape."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield the provider, breaker, send and run gauges."""
+        node = self.node
+        now = node.clock.now()
+        limits = provider_io.limits_of(node.settings)
+        state = GaugeMetricFamily("mailnode_provider_breaker", "1 for the provider breaker's current state.",
+                                  labels=["transport", "state"])
+        used = GaugeMetricFamily("mailnode_provider_quota_used", "Emails used today per the provider's header.",
+                                 labels=["transport"])
+        percent = GaugeMetricFamily("mailnode_provider_quota_percent", "The day's reading as percent of the limit.",
+                                    labels=["transport"])
+        paused = GaugeMetricFamily("mailnode_provider_paused", "1 while a provider pause of this kind is in force.",
+                                   labels=["transport", "kind"])
+        until = GaugeMetricFamily("mailnode_provider_unavailable_until_seconds",
+                                  "Unix time a provider pause ends.", labels=["transport"])
+        rates = GaugeMetricFamily("mailnode_breaker_observed", "Each rate breaker's observed count.",
+                                  labels=["org_id", "breaker"])
+        tripped = GaugeMetricFamily("mailnode_breaker_tripped", "1 while a rate breaker is tripped.",
+                                    labels=["org_id", "breaker"])
+        rate_percent = GaugeMetricFamily("mailnode_breaker_percent", "An armed rate breaker's percent.",
+                                         labels=["org_id", "breaker"])
+        sends = GaugeMetricFamily("mailnode_sends", "Sends by state and mail class.", labels=["state", "mail_class"])
+        runs = GaugeMetricFamily("mailnode_butler_runs", "Butler runs by state.", labels=["state"])
+        signals = breakers.delivery_signals_of(node.settings.transport)
+        with node.read() as conn:
+            for status in provider_io.read_all(conn):
+                t = status.transport
+                current = breaker_state(status, now)
+                for s in BreakerState:
+                    state.add_metric([t, s.value], 1.0 if s is current else 0.0)
+                reading = reading_today(status, now, limits)
+                if reading.value is not None:
+                    used.add_metric([t], float(reading.value))
+                pct = quota_percent(status, now, limits)
+                if pct is not None:
+                    percent.add_metric([t], pct)
+                if current is BreakerState.SHUT and status.pause_kind is not None:
+                    paused.add_metric([t, status.pause_kind.value], 1.0)
+                if status.unavailable_until is not None:
+                    until.add_metric([t], status.unavailable_until.timestamp())
+            for org in conn.execute(select(organisations.c.id)).all():
+                reading_state = breakers.evaluate(conn, org_id=org.id, now=now, delivery_signals=signals)
+                for r in reading_state.readings:
+                    rates.add_metric([org.id, r.breaker.value], float(r.observed))
+                    tripped.add_metric([org.id, r.breaker.value], 1.0 if r.tripped else 0.0)
+                    if r.percent is not None:
+                        rate_percent.add_metric([org.id, r.breaker.value], float(r.percent))
+            for row in conn.execute(select(send_manifests.c.state, send_manifests.c.mail_class, func.count())
+                                    .group_by(send_manifests.c.state, send_manifests.c.mail_class)).all():
+                sends.add_metric([row[0], row[1]], float(row[2]))
+            for row in conn.execute(select(butler_runs.c.state, func.count()).group_by(butler_runs.c.state)).all():
+                runs.add_metric([row[0]], float(row[1]))
+        yield from (state, used, percent, paused, until, rates, tripped, rate_percent, sends, runs)
+
+
+def render(node: Node) -> bytes:
+    """The exposition text: the process counters, then the node's readings at this moment."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NodeCollector(node))
+    return generate_latest(COUNTERS) + generate_latest(registry)
