@@ -55,6 +55,10 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     base = request.getfixturevalue("pg_database")
     engine = create_engine(base.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
     with engine.connect() as c:
+        # A previous test's pool or served process may still hold a connection (and its locks): end them
+        # first so dropping the schema cannot wait on them.
+        c.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()"))
         c.execute(text("DROP SCHEMA public CASCADE"))
         c.execute(text("CREATE SCHEMA public"))
         c.execute(text("DROP SCHEMA IF EXISTS dbos CASCADE"))
