@@ -288,6 +288,12 @@ RETENTION_SCAN_WINDOW_MAX = 500
 #: breaker flapping at its threshold sends administrators one notice, not one per flap. Sized: an hour,
 #: the volume breaker's window (BREAKER_VOLUME_WINDOW_SECONDS).
 NOTICE_BREAKER_EPISODE_QUIET_SECONDS = 3600
+#: Audit entries, delivery events and unsealed notices the notice sweep reads per organisation per pass;
+#: the rest wait for the next pass behind its cursor. Sized: a pass stays one short transaction per page.
+NOTICE_SWEEP_PAGE_MAX = 200
+#: Seconds between notice sweeps (DBOS schedule; must divide 60, ``server.every_seconds_cron``). Sized: half
+#: a minute, so a person hears of an approval or a pause within about the dispatch sweep's own cadence.
+NOTICE_SWEEP_INTERVAL_SECONDS = 30
 #: Deciders (holders of ``approval.decide`` on the held mailbox, other than the one asking) who must
 #: approve lifting a legal hold (reference: LIFT_STAGES = [2], spec/outbound.md §6.2).
 HOLD_LIFT_APPROVERS = 2

@@ -14,13 +14,14 @@ from contextlib import ExitStack
 
 import uvicorn
 
-from mailnode import runtime
+from mailnode import budgets, runtime
 from mailnode.api.app import create_app
 from mailnode.config import Settings
 from mailnode.errors import invalid
 from mailnode.ingress import workflows
 from mailnode.ingress.smtp import start_listener
 from mailnode.node import Node
+from mailnode.notify import notice_workflows
 from mailnode.outbound import workflows as outbound_workflows
 
 log = logging.getLogger("mailnode.server")
@@ -86,4 +87,6 @@ def apply_schedules(settings: Settings) -> None:
                                         "materialise_scan_interval_seconds")},
         {"schedule_name": "dispatch-sweep", "workflow_fn": outbound_workflows.scheduled_sweep,
          "schedule": every_seconds_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")},
+        {"schedule_name": "notice-sweep", "workflow_fn": notice_workflows.scheduled_notice_sweep,
+         "schedule": every_seconds_cron(budgets.NOTICE_SWEEP_INTERVAL_SECONDS, "NOTICE_SWEEP_INTERVAL_SECONDS")},
     ])

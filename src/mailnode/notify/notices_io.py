@@ -1,0 +1,404 @@
+"""The notice sweep: read what happened since its cursors, decide with ``notify.notices``, write and seal.
+
+Issue 9 "Notices"; spec/transactional.md §1 and §5. One pass per organisation (``sweep_org``):
+
+1. **Facts.** Audit entries after the ``notices_audit`` cursor (``approval.requested``,
+   ``domain.pause_placed``, ``domain.pause_lifted``, ``butler.paused``, and the terminal ``send.refused`` /
+   ``send.withheld`` written at hand-over or by the sweeper), bounced delivery events after the
+   ``notices_events`` cursor, and the rate breakers' readings now (``governance.breakers.evaluate``) folded
+   into each breaker's trip episode (``notices.advance_trip_episode``, ``notice_trip_episodes``).
+2. **Decisions.** ``notices.notice_for_failure`` decides a failure (a notice's own failure, or any
+   auto-submitted mail's, produces nothing: the bounce storm); ``AUDIENCE_OF_KIND`` says who hears of
+   the rest, expanded here to users.
+3. **Rows.** One ``notices`` row per (kind, episode, person), unique on ``notices.dedup_key``: a second
+   pass, a retried workflow or a second worker writes nothing new.
+4. **Retention.** For every notice not yet delivered (unsealed, or its send still pending),
+   ``retention_io.extend`` on the content rows it is about (the half-window floor is retention's).
+   This step reads no provider state, so it runs while sending is paused.
+5. **Seal.** Each unsealed notice is sealed as ``deferrable`` system mail (``SealRequest(notice=True)``)
+   from the configured system sender (``notify.sending.system_sender``) to the person's contact address
+   (``contact_addresses``, verified or not; the user's own address when they have none). The manifest's
+   author is the recipient user: ``send_manifests.author_id`` is NOT NULL and the seal audits its author
+   as the actor, and the audit trail names only users, Butlers, applications or the node (``None``). The
+   seal skips its authority check for system mail, so the recipient needs no relation on the system
+   sender's mailbox; the notice's idempotency key is the notice id, so a crash between the seal and the
+   write of ``notices.send_id`` is healed by ``sending.find_by_key`` on the next pass.
+
+Nothing here is caught and dropped: a seal that raises stops the pass (the notice stays unsealed and is
+retried by the next pass) and the error reaches the workflow's log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from mailnode import budgets
+from mailnode.audit import audit_entries
+from mailnode.butler.tables import butlers
+from mailnode.clock import utc
+from mailnode.directory.tables import organisations, users
+from mailnode.governance import approvals as ap
+from mailnode.governance import breakers
+from mailnode.governance.tables import approval_stages
+from mailnode.governance.tables import approvals as approvals_table
+from mailnode.ids import new_id, prefix_of
+from mailnode.node import Node
+from mailnode.notify import notices, retention_io
+from mailnode.notify.notice_tables import notice_trip_episodes, sweep_cursors
+from mailnode.notify.notice_tables import notices as notices_table
+from mailnode.notify.sending import find_by_key, system_sender
+from mailnode.notify.tables import contact_addresses
+from mailnode.outbound.seal import SealRequest, seal
+from mailnode.outbound.states import StateReason
+from mailnode.outbound.tables import send_manifests, send_recipient_events
+
+log = logging.getLogger("mailnode.notices")
+
+AUDIT_CURSOR = "notices_audit"
+EVENTS_CURSOR = "notices_events"
+
+#: Audit actions the sweep reads, and the notice kind each one is about (None: a send's terminal failure,
+#: decided by ``notices.notice_for_failure``).
+ACTION_KINDS: dict[str, notices.NoticeKind | None] = {
+    "approval.requested": notices.NoticeKind.APPROVAL_ASKED,
+    "domain.pause_placed": notices.NoticeKind.DOMAIN_PAUSE_PLACED,
+    "domain.pause_lifted": notices.NoticeKind.DOMAIN_PAUSE_LIFTED,
+    "butler.paused": notices.NoticeKind.BUTLER_PAUSED,
+    "send.refused": None,
+    "send.withheld": None,
+}
+
+#: Send states in which a notice's own send has not yet been delivered (so its content is retained).
+UNDELIVERED_STATES: frozenset[str] = retention_io.PENDING_SEND_STATES
+
+#: Subject lines per kind. Total over ``NoticeKind``.
+SUBJECT_OF_KIND: dict[notices.NoticeKind, str] = {
+    notices.NoticeKind.APPROVAL_ASKED: "An approval is waiting for your decision",
+    notices.NoticeKind.DOMAIN_PAUSE_PLACED: "Sending from a domain is paused",
+    notices.NoticeKind.DOMAIN_PAUSE_LIFTED: "A domain pause was lifted",
+    notices.NoticeKind.BUTLER_PAUSED: "A Butler was paused",
+    notices.NoticeKind.SEND_FAILED: "A message you sent did not go out",
+    notices.NoticeKind.BREAKER_TRIPPED: "A send breaker tripped",
+}
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A notice decided but not yet written: kind, episode, recipients, what it is about and what it says."""
+
+    kind: notices.NoticeKind
+    episode: str
+    recipients: frozenset[str]
+    about: tuple[str, ...]
+    body: str
+
+
+@dataclass
+class SweepReport:
+    """One organisation's pass: notices written, sealed, retention rows extended, breaker episodes opened."""
+
+    written: list[str] = field(default_factory=list)
+    sealed: list[str] = field(default_factory=list)
+    extended: int = 0
+    episodes_opened: list[str] = field(default_factory=list)
+
+
+# -- cursors -------------------------------------------------------------------------------------------------
+
+def _cursor(conn: Connection, org_id: str, name: str) -> Any:
+    c = sweep_cursors.c
+    return conn.execute(select(sweep_cursors).where(c.org_id == org_id, c.name == name)).first()
+
+
+def _save_cursor(conn: Connection, org_id: str, name: str, **values: Any) -> None:
+    c = sweep_cursors.c
+    done = conn.execute(update(sweep_cursors).where(c.org_id == org_id, c.name == name).values(**values))
+    if done.rowcount == 0:
+        conn.execute(sweep_cursors.insert().values(org_id=org_id, name=name, **values))
+
+
+# -- audiences -----------------------------------------------------------------------------------------------
+
+def administrators(conn: Connection, org_id: str) -> frozenset[str]:
+    """Users holding ``org.admin`` on the organisation, directly or through a team (one statement)."""
+    return ap.approvers(conn, org_id=org_id, scope_type="organisation", relation="org.admin", scope_id=org_id)
+
+
+def butler_owners(conn: Connection, org_id: str, butler_id: str) -> frozenset[str]:
+    """The Butler's creator (when a user) and the administrators, who may edit, release and resume it."""
+    row = conn.execute(select(butlers.c.created_by).where(butlers.c.id == butler_id,
+                                                          butlers.c.org_id == org_id)).first()
+    owners = set(administrators(conn, org_id))
+    if row is not None and prefix_of(row.created_by) == "usr":
+        owners.add(str(row.created_by))
+    return frozenset(owners)
+
+
+def first_stage_deciders(conn: Connection, org_id: str, approval_id: str) -> tuple[str, frozenset[str]] | None:
+    """The approval's first stage id and the people it asks (its team, or the scope's relation holders),
+    minus the person who asked; None when the approval or its stages are gone."""
+    a = conn.execute(select(approvals_table).where(approvals_table.c.id == approval_id,
+                                                   approvals_table.c.org_id == org_id)).first()
+    if a is None:
+        return None
+    stage = conn.execute(select(approval_stages).where(approval_stages.c.approval_id == approval_id)
+                         .order_by(approval_stages.c.ordinal).limit(1)).first()
+    if stage is None:
+        return None
+    spec = ap.SUBJECTS[ap.SubjectKind(a.subject_kind)]
+    holders = ap.approvers(conn, org_id=org_id, scope_type=spec.scope_type, relation=spec.relation,
+                           scope_id=a.scope_id)
+    if stage.team_id:
+        holders = holders & ap.rosters(conn, {stage.team_id}).get(stage.team_id, frozenset())
+    return str(stage.id), frozenset(holders - {a.actor_id})
+
+
+def contact_address(conn: Connection, user_id: str) -> str | None:
+    """Where ``user_id``'s notices go: their contact address (verified or not; doctor lists the unverified),
+    else their own address; None when the user is gone."""
+    row = conn.execute(select(contact_addresses.c.address, users.c.email)
+                       .select_from(users.outerjoin(contact_addresses, contact_addresses.c.user_id == users.c.id))
+                       .where(users.c.id == user_id)).first()
+    if row is None:
+        return None
+    return str(row.address or row.email)
+
+
+# -- facts and decisions -------------------------------------------------------------------------------------
+
+def _failure_of(action: str, detail: dict[str, Any]) -> str:
+    if action == "send.refused":
+        return notices.SendFailure.REFUSED.value
+    if detail.get("reason") == StateReason.GAVE_UP.value:
+        return notices.SendFailure.GAVE_UP.value
+    return notices.SendFailure.WITHHELD.value
+
+
+def _send_failed(conn: Connection, org_id: str, send_id: str, failure: str) -> Pending | None:
+    """The ``send_failed`` notice a terminal failure of ``send_id`` produces, or None (``notice_for_failure``)."""
+    m = send_manifests.c
+    row = conn.execute(select(m.id, m.author_id, m.mail_class, m.auto_submitted, m.subject)
+                       .where(m.id == send_id, m.org_id == org_id)).first()
+    if row is None:
+        return None
+    notice_row = conn.execute(select(notices_table.c.id).where(notices_table.c.send_id == send_id)).first()
+    facts = notices.FailureFacts(
+        send_id=send_id, author_id=row.author_id, mail_class=row.mail_class,
+        notice_id=None if notice_row is None else str(notice_row.id),
+        auto_submitted=row.auto_submitted not in (None, "no"), failure=failure)
+    request = notices.notice_for_failure(facts)
+    if request is None:
+        return None
+    author = str(row.author_id)
+    people = frozenset({author}) if prefix_of(author) == "usr" else butler_owners(conn, org_id, author)
+    body = (f"Your message \"{row.subject}\" ({send_id}) did not go out: {request.failure.value}.\n"
+            f"Its state and what to do next: GET /api/sends/{send_id}\n")
+    return Pending(request.kind, request.episode, people, (send_id,), body)
+
+
+def _from_audit(conn: Connection, org_id: str, action: str, subject: str | None,
+                detail: dict[str, Any]) -> Pending | None:
+    kind = ACTION_KINDS[action]
+    if kind is None:
+        return _send_failed(conn, org_id, str(subject), _failure_of(action, detail)) if subject else None
+    if kind is notices.NoticeKind.APPROVAL_ASKED:
+        asked = first_stage_deciders(conn, org_id, str(subject))
+        if asked is None:
+            return None
+        about_id = str(detail.get("subject_id") or "")
+        about = (about_id,) if prefix_of(about_id) in ("snd", "msg") else ()
+        return Pending(kind, asked[0], asked[1], about,
+                       f"An approval ({subject}) asks for your decision.\nDecide it: GET /api/approvals\n")
+    if kind in (notices.NoticeKind.DOMAIN_PAUSE_PLACED, notices.NoticeKind.DOMAIN_PAUSE_LIFTED):
+        verb = "paused" if kind is notices.NoticeKind.DOMAIN_PAUSE_PLACED else "no longer paused"
+        return Pending(kind, str(subject), administrators(conn, org_id), (),
+                       f"Sending from {detail.get('domain', 'a domain')} is {verb} ({subject}).\n"
+                       "See GET /api/domain-pauses\n")
+    pause_id = str(detail.get("pause_id") or "")
+    if not pause_id:
+        return None
+    return Pending(kind, pause_id, butler_owners(conn, org_id, str(subject)), (),
+                   f"The Butler {detail.get('name', subject)} was paused: {detail.get('said', '')}\n"
+                   "Resume it: GET /api/butler-pauses\n")
+
+
+def _episode_of(row: Any) -> notices.TripEpisode | None:
+    if row is None:
+        return None
+    return notices.TripEpisode(str(row.breaker), utc(row.started_at), utc(row.last_tripped_at),
+                               utc(row.cleared_at) if row.cleared_at is not None else None)
+
+
+def breaker_episodes(conn: Connection, org_id: str, now: datetime, delivery_signals: str) -> list[Pending]:
+    """Fold the breakers' readings now into their trip episodes (stored); a ``breaker_tripped`` notice to
+    the administrators for each episode that opens."""
+    state = breakers.evaluate(conn, org_id=org_id, now=now, delivery_signals=delivery_signals)
+    t = notice_trip_episodes.c
+    stored = {r.breaker: r for r in conn.execute(select(notice_trip_episodes).where(t.org_id == org_id)).all()}
+    out: list[Pending] = []
+    for reading in state.readings:
+        token = breakers.REASON_OF[reading.breaker]
+        before = _episode_of(stored.get(token))
+        after, notify = notices.advance_trip_episode(before, token, reading.tripped, now)
+        if after is not None and after != before:
+            values = dict(started_at=after.started_at, last_tripped_at=after.last_tripped_at,
+                          cleared_at=after.cleared_at)
+            if before is None:
+                conn.execute(notice_trip_episodes.insert().values(org_id=org_id, breaker=token, **values))
+            else:
+                conn.execute(update(notice_trip_episodes).where(t.org_id == org_id, t.breaker == token)
+                             .values(**values))
+        if notify and after is not None:
+            out.append(Pending(notices.NoticeKind.BREAKER_TRIPPED, notices.trip_episode_id(after),
+                               administrators(conn, org_id), (),
+                               f"{reading.sentence}\nSee GET /api/breakers\n"))
+    return out
+
+
+def write(conn: Connection, org_id: str, pending: Pending, now: datetime) -> list[str]:
+    """Write one ``notices`` row per recipient of ``pending`` whose dedup key is new; returns the new ids.
+
+    A concurrent writer of the same key loses on the unique index inside a savepoint and writes nothing
+    (the row it lost to is the notice); any other integrity error re-raises.
+    """
+    written: list[str] = []
+    for user_id in sorted(pending.recipients):
+        key = notices.dedup_key(pending.kind, pending.episode, user_id)
+        if conn.execute(select(notices_table.c.id).where(notices_table.c.dedup_key == key)).first() is not None:
+            continue
+        address = contact_address(conn, user_id)
+        if address is None:
+            continue
+        nid = new_id("ntf")
+        try:
+            with conn.begin_nested():
+                conn.execute(notices_table.insert().values(
+                    id=nid, org_id=org_id, dedup_key=key, kind=pending.kind.value, episode=pending.episode,
+                    recipient_user_id=user_id, address=address, about=list(pending.about),
+                    subject=SUBJECT_OF_KIND[pending.kind], body=pending.body, created_at=now))
+        except IntegrityError:
+            if conn.execute(select(notices_table.c.id).where(notices_table.c.dedup_key == key)).first() is None:
+                raise
+            continue
+        written.append(nid)
+    return written
+
+
+def collect(conn: Connection, org_id: str, now: datetime, delivery_signals: str,
+            page_max: int = budgets.NOTICE_SWEEP_PAGE_MAX) -> tuple[list[Pending], list[str]]:
+    """Read the facts after both cursors (advancing them) and the breaker episodes; the notices they make
+    and the episodes opened (``breaker_tripped`` episode ids)."""
+    out: list[Pending] = []
+    a = audit_entries.c
+    cur = _cursor(conn, org_id, AUDIT_CURSOR)
+    q = select(a.seq, a.action, a.subject, a.detail).where(a.org_id == org_id, a.action.in_(list(ACTION_KINDS)))
+    if cur is not None and cur.seq is not None:
+        q = q.where(a.seq > cur.seq)
+    rows = conn.execute(q.order_by(a.seq).limit(page_max)).all()
+    for r in rows:
+        detail = _detail(r.detail)
+        p = _from_audit(conn, org_id, str(r.action), r.subject, detail)
+        if p is not None:
+            out.append(p)
+    if rows:
+        _save_cursor(conn, org_id, AUDIT_CURSOR, seq=int(rows[-1].seq))
+    e = send_recipient_events.c
+    ecur = _cursor(conn, org_id, EVENTS_CURSOR)
+    eq = select(e.id, e.manifest_id, e.received_at).where(e.org_id == org_id, e.event_type == "bounced",
+                                                          e.manifest_id.is_not(None))
+    if ecur is not None and ecur.at is not None:
+        eq = eq.where(or_(e.received_at > ecur.at, and_(e.received_at == ecur.at, e.id > ecur.key)))
+    events = conn.execute(eq.order_by(e.received_at, e.id).limit(page_max)).all()
+    for ev in events:
+        p = _send_failed(conn, org_id, str(ev.manifest_id), notices.SendFailure.BOUNCED.value)
+        if p is not None:
+            out.append(p)
+    if events:
+        _save_cursor(conn, org_id, EVENTS_CURSOR, at=events[-1].received_at, key=str(events[-1].id))
+    tripped = breaker_episodes(conn, org_id, now, delivery_signals)
+    out.extend(tripped)
+    return out, [p.episode for p in tripped]
+
+
+def _detail(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    parsed = json.loads(value) if isinstance(value, str) else value
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def undelivered_about(conn: Connection, org_id: str, page_max: int = budgets.NOTICE_SWEEP_PAGE_MAX) -> set[str]:
+    """The content ids every undelivered notice is about: unsealed, or its send still pending."""
+    n, m = notices_table.c, send_manifests.c
+    rows = conn.execute(select(n.about).select_from(notices_table.outerjoin(send_manifests, m.id == n.send_id))
+                        .where(n.org_id == org_id, or_(n.send_id.is_(None), m.state.in_(sorted(UNDELIVERED_STATES))))
+                        .order_by(n.created_at, n.id).limit(page_max)).all()
+    return {str(i) for r in rows for i in (r.about or [])}
+
+
+def seal_pending(node: Node, org_id: str, page_max: int = budgets.NOTICE_SWEEP_PAGE_MAX) -> list[str]:
+    """Seal every unsealed notice (oldest first, one page) as deferrable system mail; returns notice ids.
+
+    Raises what the seal raises (``E_SYSTEM_SENDER_MISSING``, an address error ...): the notice stays
+    unsealed and the next pass tries again.
+    """
+    n = notices_table.c
+    with node.read() as conn:
+        rows = conn.execute(select(notices_table).where(n.org_id == org_id, n.send_id.is_(None))
+                            .order_by(n.created_at, n.id).limit(page_max)).all()
+        if not rows:
+            return []
+        sender = system_sender(conn, org_id, node.settings)
+    sealed: list[str] = []
+    for r in rows:
+        with node.read() as conn:
+            send_id = find_by_key(conn, org_id, r.recipient_user_id, r.id)
+        if send_id is None:
+            send_id = seal(node, org_id=org_id, author_id=r.recipient_user_id, request=SealRequest(
+                mailbox_id=sender.mailbox_id, sender_address=sender.address, to=[r.address], subject=r.subject,
+                body=r.body, notice=True, idempotency_key=r.id)).id
+        with node.begin() as conn:
+            conn.execute(update(notices_table).where(n.id == r.id, n.send_id.is_(None)).values(send_id=send_id))
+        sealed.append(str(r.id))
+    return sealed
+
+
+def sweep_org(node: Node, *, org_id: str, now: datetime) -> SweepReport:
+    """One notice pass over one organisation: facts and rows (one transaction), retention, then the seals."""
+    report = SweepReport()
+    signals = breakers.delivery_signals_of(node.settings.transport)
+    with node.begin() as conn:
+        pending, opened = collect(conn, org_id, now, signals)
+        for p in pending:
+            report.written.extend(write(conn, org_id, p, now))
+        report.episodes_opened.extend(opened)
+    # Retention before sealing: it reads no provider state and must happen even when a seal raises.
+    with node.begin() as conn:
+        report.extended = retention_io.extend(conn, source_ids=undelivered_about(conn, org_id), now=now)
+    report.sealed.extend(seal_pending(node, org_id))
+    return report
+
+
+def run_pass(node: Node, now: datetime | None = None) -> dict[str, SweepReport]:
+    """A notice pass over every organisation; ``{org_id: SweepReport}``."""
+    at = now or node.clock.now()
+    with node.read() as conn:
+        org_ids = [str(r.id) for r in conn.execute(select(organisations.c.id).order_by(organisations.c.id)).all()]
+    return {org_id: sweep_org(node, org_id=org_id, now=at) for org_id in org_ids}
+
+
+def notices_of(conn: Connection, org_id: str, kinds: Iterable[str] | None = None) -> Sequence[Any]:
+    """The organisation's notices, oldest first (optionally of ``kinds``): for doctor and tests."""
+    n = notices_table.c
+    q = select(notices_table).where(n.org_id == org_id)
+    if kinds is not None:
+        q = q.where(n.kind.in_(list(kinds)))
+    return conn.execute(q.order_by(n.created_at, n.id)).all()
