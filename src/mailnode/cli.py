@@ -426,11 +426,13 @@ def _mount_domain_commands() -> None:
     """Mount the command groups that live with their domain (an import error here is a defect, not a skip)."""
     from mailnode.butler.cli import butler_app
     from mailnode.demo.cli import register as register_demo
+    from mailnode.notify.cli import register as register_app
     from mailnode.outbound.cli import register as register_send
 
     app.add_typer(butler_app, name="butler")
     register_send(app)
     register_demo(app)
+    register_app(app)
 
 
 _mount_domain_commands()

@@ -11,6 +11,7 @@ from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
 from mailnode.api.models import Strict
 
 from mailnode.directory import domains, people, tokens
+from mailnode.notify import verification_io
 
 router = APIRouter(prefix="/api", tags=["directory"])
 
@@ -56,10 +57,12 @@ class TokenIn(Strict):
 
 @router.get("/me")
 def me(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """Who the token belongs to, and whether they administer the organisation."""
+    """Who the token belongs to, whether they administer the organisation, and their contact address
+    (``contact_email``, ``contact_email_verified``: notices go there; unverified may reach nobody)."""
     with node.read() as conn:
         return {"me": {"id": caller.principal_id, "org_id": caller.org_id,
-                       "is_admin": authz.is_admin(conn, caller.org_id, caller.principal_id)}}
+                       "is_admin": authz.is_admin(conn, caller.org_id, caller.principal_id),
+                       **verification_io.contact_json(conn, caller.principal_id)}}
 
 
 @router.post("/users", status_code=201)

@@ -15,6 +15,7 @@ from mailnode.db import migrate
 from mailnode.doctor.butler_checks import BUTLER_CHECKS
 from mailnode.doctor.findings import Finding, Severity
 from mailnode.doctor.governance_checks import GOVERNANCE_CHECKS
+from mailnode.doctor.notify_checks import NOTIFY_CHECKS
 from mailnode.node import Node
 
 Check = Callable[[Node, str | None], Finding]
@@ -78,6 +79,7 @@ CHECKS: dict[str, Check] = {
     "audit_chain_intact": audit_chain_intact,
     **GOVERNANCE_CHECKS,
     **BUTLER_CHECKS,
+    **NOTIFY_CHECKS,
 }
 
 

@@ -1,0 +1,42 @@
+"""Routes for the caller's own contact address: ``POST /api/me/contact-email`` and ``.../verify`` (spec §4).
+
+Both are realtime: the code is sent inside the request and the answer waits for the provider. The 503 is
+deliberately vague. ``GET /api/me`` (``api.directory``) shows ``contact_email_verified``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.api.models import Strict
+from mailnode.notify import verification_io
+
+router = APIRouter(prefix="/api/me", tags=["me"])
+
+
+class ContactEmailIn(Strict):
+    """Body of POST /api/me/contact-email."""
+
+    address: str
+
+
+class CodeIn(Strict):
+    """Body of POST /api/me/contact-email/verify."""
+
+    code: str
+
+
+@router.post("/contact-email")
+def set_contact_email(body: ContactEmailIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Set the contact address and send it a verification code (answers after the provider did)."""
+    return verification_io.request_code(node, org_id=caller.org_id, user_id=caller.principal_id,
+                                        address=body.address)
+
+
+@router.post("/contact-email/verify")
+def verify_contact_email(body: CodeIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Check a code; on success the contact address is verified."""
+    return verification_io.verify_code(node, org_id=caller.org_id, user_id=caller.principal_id, code=body.code)

@@ -1,0 +1,163 @@
+"""Verification codes for a person's contact address: the I/O around ``notify.verification`` (spec §4).
+
+``request_code``: the provider breaker (realtime class) and the cooldown are read before anything is
+minted, written or armed (a shut breaker costs zero provider requests and answers the vague 503); then
+the contact address and the record (a keyed hash of the code) are written, and the code is sent as
+realtime system mail and awaited (``notify.sending.send_realtime``). A failed send keeps the record as a
+cooldown with its code cleared (``after_send_failed``) and answers the vague 503.
+
+``verify_code``: ``verification.verify`` decides; its record is written (or deleted on success) and the
+attempt it spent is committed before a refusal is raised. The address is marked verified only if it is
+still the person's contact address. ``contact_json`` is what ``GET /api/me`` shows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from mailnode import audit
+from mailnode.errors import MailnodeError
+from mailnode.ids import prefix_of
+from mailnode.node import Node
+from mailnode.notify import provider_io
+from mailnode.notify.secret import node_secret
+from mailnode.notify.sending import send_realtime, system_sender
+from mailnode.notify.tables import contact_addresses, verification_records
+from mailnode.notify.verification import (
+    RequestOutcome,
+    VerificationRecord,
+    VerifyOutcome,
+    after_send_failed,
+    error_for,
+    issue,
+    may_request,
+    mint_code,
+    verify,
+)
+from mailnode.outbound.addresses import normalise_address
+from mailnode.outbound.seal import SealRequest
+
+
+def not_a_person(principal_id: str) -> MailnodeError:
+    """403 ``E_NOT_A_PERSON``: only people have a contact address."""
+    return MailnodeError(code="E_NOT_A_PERSON", what="Only a person has a contact address.",
+                         why=f"{principal_id} is not a user.", fix="Call this route with a user's token.",
+                         status=403, detail={"principal_id": principal_id})
+
+
+def read_record(conn: Connection, user_id: str) -> VerificationRecord | None:
+    """The person's verification record, or None."""
+    row = conn.execute(select(verification_records).where(verification_records.c.user_id == user_id)).first()
+    if row is None:
+        return None
+    return VerificationRecord(user_id=row.user_id, address=row.address, code_hash=row.code_hash,
+                              sent_at=row.sent_at, expires_at=row.expires_at, attempts=int(row.attempts))
+
+
+def write_record(conn: Connection, org_id: str, record: VerificationRecord, send_id: str | None = None) -> None:
+    """Insert or replace the person's record (one per person)."""
+    values = {"org_id": org_id, "address": record.address, "code_hash": record.code_hash,
+              "sent_at": record.sent_at, "expires_at": record.expires_at, "attempts": record.attempts,
+              "send_id": send_id}
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    stmt = insert(verification_records).values(user_id=record.user_id, **values)
+    conn.execute(stmt.on_conflict_do_update(index_elements=["user_id"], set_=values))
+
+
+def _set_contact(conn: Connection, org_id: str, user_id: str, address: str, now: datetime) -> None:
+    row = conn.execute(select(contact_addresses).where(contact_addresses.c.user_id == user_id)).first()
+    if row is None:
+        conn.execute(contact_addresses.insert().values(user_id=user_id, org_id=org_id, address=address,
+                                                       verified=False, verified_at=None, updated_at=now))
+    elif row.address != address:
+        conn.execute(update(contact_addresses).where(contact_addresses.c.user_id == user_id)
+                     .values(address=address, verified=False, verified_at=None, updated_at=now))
+
+
+def contact_json(conn: Connection, user_id: str) -> dict[str, Any]:
+    """``{"contact_email": address or None, "contact_email_verified": bool}`` for ``GET /api/me``."""
+    row = conn.execute(select(contact_addresses).where(contact_addresses.c.user_id == user_id)).first()
+    if row is None:
+        return {"contact_email": None, "contact_email_verified": False}
+    return {"contact_email": row.address, "contact_email_verified": bool(row.verified)}
+
+
+def request_code(node: Node, *, org_id: str, user_id: str, address: str) -> dict[str, Any]:
+    """Set ``address`` as the person's contact address and send it a code (realtime, awaited).
+
+    Raises ``E_NOT_A_PERSON`` (403), the address errors (422), ``E_VERIFICATION_UNAVAILABLE`` (503, vague:
+    the breaker refuses realtime mail, or the send failed), ``E_VERIFICATION_COOLDOWN`` (429).
+    """
+    if prefix_of(user_id) != "usr":
+        raise not_a_person(user_id)
+    normalised = normalise_address(address, "address").address
+    now = node.clock.now()
+    limits = provider_io.limits_of(node.settings)
+    with node.read() as conn:
+        record = read_record(conn, user_id)
+        status = provider_io.read_status(conn, node.settings.transport)
+        sender = system_sender(conn, org_id, node.settings)
+    decision = may_request(record, status, now, limits=limits)
+    provider_io.emit(decision.logs)
+    if decision.outcome is not RequestOutcome.ALLOWED:
+        error = error_for(decision.outcome, retry_after_seconds=decision.retry_after_seconds)
+        if error is not None:
+            raise error
+    code = mint_code()
+    issued = issue(user_id, normalised, code, now, secret=node_secret(node.settings))
+    with node.begin() as conn:
+        _set_contact(conn, org_id, user_id, normalised, now)
+        write_record(conn, org_id, issued)
+        audit.append(conn, org_id=org_id, at=now, action="contact_email.code_requested", actor_id=user_id,
+                     subject=user_id, detail={"address": normalised})
+    request = SealRequest(mailbox_id=sender.mailbox_id, to=[normalised], subject="Your verification code",
+                          body=f"Your verification code is {code}. It expires in 24 hours.",
+                          sender_address=sender.address, system=True)
+    try:
+        sealed = send_realtime(node, org_id=org_id, author_id=user_id, request=request)
+    except MailnodeError as exc:
+        # The record stays as the cooldown, its code cleared: nobody received it (spec §4).
+        with node.begin() as conn:
+            write_record(conn, org_id, after_send_failed(issued), exc.detail.get("send_id"))
+        if exc.code == "E_SEND_UNAVAILABLE":
+            unavailable = error_for(RequestOutcome.PROVIDER_UNAVAILABLE)
+            if unavailable is not None:
+                raise unavailable from exc
+        raise
+    with node.begin() as conn:
+        conn.execute(update(verification_records).where(verification_records.c.user_id == user_id)
+                     .values(send_id=sealed.id))
+    return {"contact_email": {"address": normalised, "verified": False, "code_sent": True,
+                              "expires_at": issued.expires_at.isoformat() if issued.expires_at else None}}
+
+
+def verify_code(node: Node, *, org_id: str, user_id: str, code: str) -> dict[str, Any]:
+    """Check ``code``; on success the contact address is verified (if it is still the contact address).
+
+    Raises ``E_NOT_A_PERSON`` (403), ``E_VERIFICATION_CODE_WRONG`` / ``_EXPIRED`` / ``_ATTEMPTS_EXHAUSTED``
+    (422) and ``E_VERIFICATION_REQUEST_NEW`` (409), each after the record's new state is committed.
+    """
+    if prefix_of(user_id) != "usr":
+        raise not_a_person(user_id)
+    now = node.clock.now()
+    with node.begin() as conn:
+        record = read_record(conn, user_id)
+        result = verify(record, code, now, secret=node_secret(node.settings))
+        if result.outcome is VerifyOutcome.VERIFIED:
+            conn.execute(delete(verification_records).where(verification_records.c.user_id == user_id))
+            conn.execute(update(contact_addresses).where(contact_addresses.c.user_id == user_id,
+                                                         contact_addresses.c.address == result.verified_address)
+                         .values(verified=True, verified_at=now, updated_at=now))
+            audit.append(conn, org_id=org_id, at=now, action="contact_email.verified", actor_id=user_id,
+                         subject=user_id, detail={"address": result.verified_address})
+            contact = contact_json(conn, user_id)
+        elif result.outcome is not VerifyOutcome.REQUEST_NEW and result.record is not None:
+            write_record(conn, org_id, result.record)
+    error = error_for(result.outcome, attempts_left=result.attempts_left)
+    if error is not None:
+        raise error
+    return {"contact_email": {"address": contact["contact_email"], "verified": contact["contact_email_verified"]}}
