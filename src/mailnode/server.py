@@ -22,6 +22,7 @@ from mailnode.ingress import workflows
 from mailnode.ingress.smtp import start_listener
 from mailnode.node import Node
 from mailnode.notify import notice_workflows
+from mailnode.notify import workflows as notify_workflows
 from mailnode.outbound import workflows as outbound_workflows
 
 log = logging.getLogger("mailnode.server")
@@ -33,6 +34,7 @@ def run_server(settings: Settings) -> None:
     settings.smtp_hostport  # validate before anything starts
     every_seconds_cron(settings.materialise_scan_interval_seconds, "materialise_scan_interval_seconds")
     every_seconds_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")
+    notify_workflows.sweeper_cron(settings.sweeper_interval_seconds)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with ExitStack() as stack:
         node = Node.open(settings)
@@ -87,6 +89,8 @@ def apply_schedules(settings: Settings) -> None:
                                         "materialise_scan_interval_seconds")},
         {"schedule_name": "dispatch-sweep", "workflow_fn": outbound_workflows.scheduled_sweep,
          "schedule": every_seconds_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")},
+        {"schedule_name": "notify-sweeper", "workflow_fn": notify_workflows.scheduled_sweeper,
+         "schedule": notify_workflows.sweeper_cron(settings.sweeper_interval_seconds)},
         {"schedule_name": "notice-sweep", "workflow_fn": notice_workflows.scheduled_notice_sweep,
          "schedule": every_seconds_cron(budgets.NOTICE_SWEEP_INTERVAL_SECONDS, "NOTICE_SWEEP_INTERVAL_SECONDS")},
     ])
