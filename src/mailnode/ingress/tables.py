@@ -7,7 +7,8 @@ from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text
 from mailnode.db.meta import UTCDateTime, metadata
 
 #: One row per delivered-to address of an SMTP transaction or an ingested file. ``materialised_at`` is
-#: NULL until the message, conversation and case exist; the start-up and scheduled scans look for NULLs.
+#: NULL until the message, conversation and case exist; ``workflow_done_at`` until the durable workflow
+#: (materialise, then the Butler trigger) finished. The start-up and scheduled scans look for either NULL.
 ingress_receipts = Table(
     "ingress_receipts",
     metadata,
@@ -25,5 +26,9 @@ ingress_receipts = Table(
     Column("received_at", UTCDateTime, nullable=False),
     Column("materialised_at", UTCDateTime, nullable=True),
     Column("message_id", String(40), nullable=True),
+    #: When the receipt's durable workflow (materialise, then the Butler trigger) finished. A receipt
+    #: materialised in-process by ``mailnode ingest`` has none yet, so ``serve``'s scan still triggers it.
+    Column("workflow_done_at", UTCDateTime, nullable=True),
     Index("ix_ingress_receipts_unmaterialised", "materialised_at", "received_at"),
+    Index("ix_ingress_receipts_workflow_pending", "workflow_done_at", "received_at"),
 )

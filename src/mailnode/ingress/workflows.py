@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from dbos import DBOS, SetWorkflowID
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 
 from mailnode import budgets, runtime
 from mailnode.ingress.materialise import materialise_receipt
@@ -36,12 +36,25 @@ def materialise_step(receipt_id: str) -> str:
     return materialise_receipt(node, receipt_id).message_id
 
 
+@DBOS.step()
+def mark_workflow_done(receipt_id: str) -> None:
+    """Record that the receipt's workflow finished (so the scan stops considering it)."""
+    node = runtime.current_node()
+    with node.begin() as conn:
+        conn.execute(update(ingress_receipts).where(ingress_receipts.c.id == receipt_id,
+                                                    ingress_receipts.c.workflow_done_at.is_(None))
+                     .values(workflow_done_at=node.clock.now()))
+
+
 @DBOS.workflow()
 def materialise_workflow(receipt_id: str) -> str:
-    """The durable unit of materialisation (later capabilities add the Butler trigger after it)."""
+    """The durable unit of a delivery: materialise, run the ``AFTER_MATERIALISE`` hooks (the Butler
+    trigger), then mark the receipt done. For a receipt ``mailnode ingest`` already materialised, the
+    first step returns the existing message and the hooks still run."""
     message_id = materialise_step(receipt_id)
     for hook in AFTER_MATERIALISE:
         hook(message_id)
+    mark_workflow_done(receipt_id)
     return message_id
 
 
@@ -64,12 +77,16 @@ def start(receipt_ids: list[str]) -> None:
 
 
 def scan_unmaterialised(limit: int = budgets.MATERIALISE_SCAN_BATCH) -> int:
-    """Start workflows for receipts still unmaterialised; returns how many were found."""
+    """Start workflows for receipts whose workflow never finished: unmaterialised ones (a crash between the
+    receipt and the workflow start) and ones ``mailnode ingest`` materialised without the durable executor
+    (their Butler trigger is still owed). Returns how many were found; a workflow already running is found,
+    not started twice (its id is the receipt's)."""
     node = runtime.current_node()
+    t = ingress_receipts.c
     with node.read() as conn:
         ids = [r.id for r in conn.execute(
-            select(ingress_receipts.c.id).where(ingress_receipts.c.materialised_at.is_(None))
-            .order_by(ingress_receipts.c.received_at).limit(limit)).all()]
+            select(t.id).where(or_(t.materialised_at.is_(None), t.workflow_done_at.is_(None)))
+            .order_by(t.received_at).limit(limit)).all()]
     if ids:
         log.info("materialise.scan found=%d", len(ids))
         start(ids)
