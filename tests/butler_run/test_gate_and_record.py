@@ -144,3 +144,26 @@ def test_run_reads_are_for_administrators_and_never_show_trigger_facts(world: Wo
                                 at=world.node.clock.now(), actor_id=world.installed.user_id)
     assert world.api.get("/api/butler-runs", headers=bearer(token)).status_code == 404
     assert world.api.get(f"/api/butler-runs/{run.id}", headers=bearer(token)).status_code == 404
+
+
+def test_a_late_release_still_leaves_a_full_hold_window_to_cancel_in(world: World) -> None:
+    from datetime import timedelta
+
+    from mailnode import budgets
+
+    bid, _ = world.publish(ack_program())
+    world.grant(bid, "send.propose")
+    mid = world.deliver(message())
+    run = world.wait_run(mid, until=lambda r: r.state == "awaiting_release")
+    send_id = world.effects(run.id)[-1].subject
+    late = timedelta(seconds=budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS * 4)
+    world.node.clock.advance(late.total_seconds())  # type: ignore[attr-defined]
+    released_at = world.node.clock.now()
+    r = world.api.post(f"/api/sends/{send_id}/release", headers=world.admin)
+    assert r.status_code == 200, r.text
+    with world.node.read() as conn:
+        release_at = conn.execute(select(send_manifests.c.release_at).where(send_manifests.c.id == send_id)).scalar_one()
+    assert release_at == released_at + timedelta(seconds=budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS)
+    # Inside that window the person can still take it back.
+    assert world.api.post(f"/api/sends/{send_id}/cancel", headers=world.admin).status_code == 200
+    assert _send_state(world, send_id)[0] == "cancelled"

@@ -1,8 +1,9 @@
 """The human half of the Butler release gate: a person releases a Butler's send, and the run is told.
 
 Seed 003 "The human-release gate" and "Releasing"; spec/butler.md §8.1. ``release_send`` acts on the
-manifest first: one conditional update moves ``awaiting/butler_release_required`` to ``held`` (the
-hold window then runs as for any send), the recipients follow, and ``send.released`` is audited naming
+manifest first: one conditional update moves ``awaiting/butler_release_required`` to ``held`` with
+``release_at`` at least the mailbox's hold window after the release (the person's chance to cancel runs
+from their act, not from the seal), the recipients follow, and ``send.released`` is audited naming
 the person, in one transaction. Only then is the run that sealed it told (``tell_run``), so a send stays
 releasable after its run is gone: a run still parked is sent the release on its topic and resumes; a
 run whose workflow no longer exists is ended ``finished/released_after_run_expired``; a run that
@@ -18,18 +19,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from mailnode import audit, runtime
+from mailnode import audit, budgets, runtime
 from mailnode.authz import holds
 from mailnode.butler import record
+from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict
 from mailnode.ids import is_id
 from mailnode.node import Node
 from mailnode.outbound.states import SendState, StateReason
+from mailnode.mail.tables import mailboxes
 from mailnode.outbound.tables import send_manifests, send_recipients
 
 log = logging.getLogger("mailnode.butler")
@@ -65,13 +68,18 @@ def release_send(conn: Connection, *, org_id: str, principal_id: str, at: dateti
     if not is_id(send_id, "snd"):
         raise _not_releasable(send_id)
     m = send_manifests.c
-    row = conn.execute(select(m.id, m.mailbox_id, m.release_at)
+    row = conn.execute(select(m.id, m.mailbox_id, m.release_at, mailboxes.c.hold_window_seconds)
+                       .join(mailboxes, mailboxes.c.id == m.mailbox_id)
                        .where(m.id == send_id, m.org_id == org_id, m.state == _AWAITING, m.state_reason == _GATE)).first()
     if row is None or not holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id):
         raise _not_releasable(send_id)
+    # The hold window is the person's chance to take the release back (cancel), so it runs from the
+    # release, not from the seal: a release later than the window after the seal would leave none.
+    window = budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS if row.hold_window_seconds is None else row.hold_window_seconds
+    release_at = max(utc(row.release_at), at + timedelta(seconds=window))
     done = conn.execute(update(send_manifests)
                         .where(m.id == send_id, m.state == _AWAITING, m.state_reason == _GATE)
-                        .values(state=SendState.HELD.value, state_reason=None, state_at=at))
+                        .values(state=SendState.HELD.value, state_reason=None, state_at=at, release_at=release_at))
     if done.rowcount != 1:
         raise _not_releasable(send_id)
     conn.execute(update(send_recipients).where(send_recipients.c.manifest_id == send_id,
@@ -80,7 +88,7 @@ def release_send(conn: Connection, *, org_id: str, principal_id: str, at: dateti
     audit.append(conn, org_id=org_id, at=at, action="send.released", actor_id=principal_id, subject=send_id,
                  detail={"mailbox_id": row.mailbox_id, "reason": _GATE})
     run = record.run_of_send(conn, org_id, send_id)
-    return Released(send_id, row.mailbox_id, row.release_at, run.run_id if run else None, run.state if run else None)
+    return Released(send_id, row.mailbox_id, release_at, run.run_id if run else None, run.state if run else None)
 
 
 def tell_run(node: Node, released: Released, by: str) -> bool:
