@@ -140,7 +140,7 @@ def quickstart(
         return
     out.print(f"[bold]Initialised[/bold] {org} in {settings.data_dir}; administrator {admin_email}")
     out.print(f"token (shown once): [bold]{done.token}[/bold]")
-    out.print("Next, in another terminal:")
+    out.print("Next, in another terminal (docs/quickstart.md walks on from here to a released reply):")
     out.print(f"  1. curl -H 'Authorization: Bearer {done.token}' http://{http}/api/mailboxes")
     out.print(f"  2. open http://{http}/docs for every route")
     out.print(f"  3. {_self_command()} doctor --data-dir {settings.data_dir}")
