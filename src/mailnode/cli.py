@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -64,6 +66,19 @@ def _org_id(node: Any) -> str | None:
     with node.read() as conn:
         row = conn.execute(select(organisations.c.id)).first()
     return row.id if row else None
+
+
+@contextmanager
+def _org_node(data_dir: Path | None) -> Iterator[tuple[Any, str]]:
+    """The initialised node of ``data_dir`` and its organisation id; the node is closed however the block ends.
+
+    Raises ``E_NOT_INITIALISED`` (409) for a data directory without a node or an organisation.
+    """
+    node = _open(data_dir)
+    try:
+        yield node, _require_org(node)
+    finally:
+        node.close()
 
 
 def _require_org(node: Any) -> str:
@@ -171,29 +186,15 @@ def token_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Mint a token for a user; the token is printed once."""
-    from sqlalchemy import func, select
-
-    from mailnode.directory.tables import relationship_tuples, users
+    from mailnode.directory.people import resolve_user
     from mailnode.directory.tokens import create_token
 
     try:
-        node = _open(data_dir)
-        org_id = _require_org(node)
-        with node.begin() as conn:
-            if user:
-                row = conn.execute(select(users).where(users.c.org_id == org_id, (users.c.id == user)
-                                                       | (func.lower(users.c.email) == user.lower()))).first()
-            else:
-                row = conn.execute(
-                    select(users).join(relationship_tuples, relationship_tuples.c.subject_id == users.c.id)
-                    .where(relationship_tuples.c.relation == "org.admin").order_by(users.c.id).limit(1)
-                ).first()
-            if row is None:
-                raise MailnodeError(code="E_NO_SUCH_USER", what=f"No user {user!r}.", why="No user has that id or address.",
-                                    fix="List users with GET /api/users.", status=404)
-            tid, plaintext = create_token(conn, org_id=org_id, principal_id=row.id, at=node.clock.now(),
-                                          actor_id=None, label=label)
-        node.close()
+        with _org_node(data_dir) as (node, org_id):
+            with node.begin() as conn:
+                row = resolve_user(conn, org_id, user)
+                tid, plaintext = create_token(conn, org_id=org_id, principal_id=row.id, at=node.clock.now(),
+                                              actor_id=None, label=label)
     except MailnodeError as exc:
         _fail(exc)
         return
@@ -214,11 +215,9 @@ def mailbox_create(
     from mailnode.mail.mailboxes import create_mailbox
 
     try:
-        node = _open(data_dir)
-        org_id = _require_org(node)
-        with node.begin() as conn:
-            box = create_mailbox(conn, org_id=org_id, actor_id=None, at=node.clock.now(), name=name, addresses=address)
-        node.close()
+        with _org_node(data_dir) as (node, org_id):
+            with node.begin() as conn:
+                box = create_mailbox(conn, org_id=org_id, actor_id=None, at=node.clock.now(), name=name, addresses=address)
     except MailnodeError as exc:
         _fail(exc)
         return
@@ -237,12 +236,10 @@ def mailbox_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     from mailnode.mail.tables import mailboxes
 
     try:
-        node = _open(data_dir)
-        org_id = _require_org(node)
-        with node.read() as conn:
-            boxes = [mailbox_json(conn, r) for r in conn.execute(
-                select(mailboxes).where(mailboxes.c.org_id == org_id).order_by(mailboxes.c.id)).all()]
-        node.close()
+        with _org_node(data_dir) as (node, org_id):
+            with node.read() as conn:
+                boxes = [mailbox_json(conn, r) for r in conn.execute(
+                    select(mailboxes).where(mailboxes.c.org_id == org_id).order_by(mailboxes.c.id)).all()]
     except MailnodeError as exc:
         _fail(exc)
         return
@@ -273,28 +270,26 @@ def access_grant(
     from mailnode.mail.mailboxes import mailbox_by_address
 
     try:
-        node = _open(data_dir)
-        org_id = _require_org(node)
-        with node.begin() as conn:
-            subject_id = subject
-            if "@" in subject:
-                row = conn.execute(select(users.c.id).where(users.c.org_id == org_id,
-                                                            func.lower(users.c.email) == subject.lower())).first()
-                subject_id = row.id if row else subject
-            elif not subject.startswith(("usr_", "tm_", "btl_", "app_")):
-                row = conn.execute(select(teams.c.id).where(teams.c.org_id == org_id, teams.c.name == subject)).first()
-                subject_id = row.id if row else subject
-            object_id = org_id
-            if relation != "org.admin":
-                if not mailbox:
-                    raise MailnodeError(code="E_MAILBOX_REQUIRED", what=f"{relation} is held on a mailbox.",
-                                        why="Every relation but org.admin names the mailbox it is held on.",
-                                        fix="Add --mailbox ADDRESS (see mailnode mailbox list).", status=422)
-                hit = mailbox_by_address(conn, mailbox) if "@" in mailbox else None
-                object_id = hit.mailbox_id if hit else mailbox
-            g = authz.grant(conn, org_id=org_id, actor_id=None, at=node.clock.now(), subject_id=subject_id,
-                            relation=relation, object_id=object_id)
-        node.close()
+        with _org_node(data_dir) as (node, org_id):
+            with node.begin() as conn:
+                subject_id = subject
+                if "@" in subject:
+                    row = conn.execute(select(users.c.id).where(users.c.org_id == org_id,
+                                                                func.lower(users.c.email) == subject.lower())).first()
+                    subject_id = row.id if row else subject
+                elif not subject.startswith(("usr_", "tm_", "btl_", "app_")):
+                    row = conn.execute(select(teams.c.id).where(teams.c.org_id == org_id, teams.c.name == subject)).first()
+                    subject_id = row.id if row else subject
+                object_id = org_id
+                if relation != "org.admin":
+                    if not mailbox:
+                        raise MailnodeError(code="E_MAILBOX_REQUIRED", what=f"{relation} is held on a mailbox.",
+                                            why="Every relation but org.admin names the mailbox it is held on.",
+                                            fix="Add --mailbox ADDRESS (see mailnode mailbox list).", status=422)
+                    hit = mailbox_by_address(conn, mailbox) if "@" in mailbox else None
+                    object_id = hit.mailbox_id if hit else mailbox
+                g = authz.grant(conn, org_id=org_id, actor_id=None, at=node.clock.now(), subject_id=subject_id,
+                                relation=relation, object_id=object_id)
     except MailnodeError as exc:
         _fail(exc)
         return
@@ -310,11 +305,9 @@ def audit_verify(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     from mailnode import audit
 
     try:
-        node = _open(data_dir)
-        org_id = _require_org(node)
-        with node.read() as conn:
-            result = audit.verify(conn, org_id)
-        node.close()
+        with _org_node(data_dir) as (node, org_id):
+            with node.read() as conn:
+                result = audit.verify(conn, org_id)
     except MailnodeError as exc:
         _fail(exc)
         return

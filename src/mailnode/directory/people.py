@@ -146,7 +146,29 @@ def remove_member(conn: Connection, *, org_id: str, actor_id: str, at: datetime,
     )
     if result.rowcount == 0:
         raise not_found("E_NOT_A_MEMBER", f"{user_id} is not a member of team {team_id}.",
-                        fix=f"List members with GET /api/teams.", team_id=team_id, user_id=user_id)
+                        fix="List members with GET /api/teams.", team_id=team_id, user_id=user_id)
     audit.append(conn, org_id=org_id, at=at, action="team.member_removed", actor_id=actor_id, subject=team.id,
                  detail={"user_id": user_id})
     return team_json(conn, team)
+
+
+def resolve_user(conn: Connection, org_id: str, user: str | None) -> Any:
+    """The user row named by id or address (case-insensitive), or with ``user`` None the first administrator
+    (the oldest user holding ``org.admin`` directly): how the local CLI picks who acts.
+
+    Raises ``E_NO_SUCH_USER`` (404).
+    """
+    from mailnode.directory.tables import relationship_tuples
+
+    q = select(users).where(users.c.org_id == org_id)
+    if user:
+        q = q.where((users.c.id == user) | (func.lower(users.c.email) == user.lower()))
+    else:
+        q = (q.join(relationship_tuples, relationship_tuples.c.subject_id == users.c.id)
+             .where(relationship_tuples.c.org_id == org_id, relationship_tuples.c.relation == "org.admin")
+             .order_by(users.c.id))
+    row = conn.execute(q.limit(1)).first()
+    if row is None:
+        raise not_found("E_NO_SUCH_USER", f"No user {user!r}." if user else "No administrator to act as.",
+                        fix="List users with GET /api/users, or name one with --user.", user=user)
+    return row

@@ -19,17 +19,14 @@ def app_create(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Create an application and print its token once (grant it send.propose with mailnode access grant)."""
-    from mailnode.cli import _fail, _open, _require_org
+    from mailnode.cli import _fail, _org_node
     from mailnode.errors import MailnodeError
     from mailnode.notify.apps import create_application
 
     try:
-        node = _open(data_dir)
-        org_id = _require_org(node)
-        with node.begin() as conn:
+        with _org_node(data_dir) as (node, org_id), node.begin() as conn:
             made = create_application(conn, org_id=org_id, actor_id=None, at=node.clock.now(), name=name,
                                       check_admin=False)
-        node.close()
     except MailnodeError as exc:
         _fail(exc)
         return

@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> None:
         """Seal a send (exactly one of --body and --body-file); it leaves after the mailbox's hold window."""
-        from mailnode.cli import _fail, _open, _require_org, out
+        from mailnode.cli import _fail, _org_node, out
 
         try:
             if (body is None) == (body_file is None):
@@ -48,13 +48,9 @@ def register(app: typer.Typer) -> None:
                                     why="The send needs one body.", fix="mailnode send ... --body 'text'",
                                     status=422)
             text = body if body is not None else Path(body_file or "").read_text(encoding="utf-8")
-            node = _open(data_dir)
-            try:
-                org_id = _require_org(node)
+            with _org_node(data_dir) as (node, org_id):
                 sealed = seal_locally(node, org_id, mailbox=mailbox, to=to, cc=cc or [], bcc=bcc or [],
                                       subject=subject, body=text, as_user=as_user)
-            finally:
-                node.close()
         except MailnodeError as exc:
             _fail(exc)
             return
@@ -71,9 +67,7 @@ def seal_locally(node: Node, org_id: str, *, mailbox: str, to: list[str], cc: li
     Raises ``E_NO_SUCH_MAILBOX`` (404) for an address of no mailbox, ``E_NO_SUCH_USER`` (404), and the
     seal's codes.
     """
-    from sqlalchemy import func, select
-
-    from mailnode.directory.tables import relationship_tuples, users
+    from mailnode.directory.people import resolve_user
     from mailnode.mail.mailboxes import mailbox_by_address, no_such_mailbox
     from mailnode.outbound.seal import SealRequest, seal
 
@@ -81,16 +75,7 @@ def seal_locally(node: Node, org_id: str, *, mailbox: str, to: list[str], cc: li
         hit = mailbox_by_address(conn, mailbox)
         if hit is None or hit.org_id != org_id:
             raise no_such_mailbox(mailbox)
-        q = select(users).where(users.c.org_id == org_id)
-        if as_user:
-            q = q.where((users.c.id == as_user) | (func.lower(users.c.email) == as_user.lower()))
-        else:
-            q = (q.join(relationship_tuples, relationship_tuples.c.subject_id == users.c.id)
-                 .where(relationship_tuples.c.relation == "org.admin").order_by(users.c.id))
-        user = conn.execute(q.limit(1)).first()
-    if user is None:
-        raise MailnodeError(code="E_NO_SUCH_USER", what=f"No user {as_user!r}.", why="No user has that id or address.",
-                            fix="List users with GET /api/users.", status=404)
+        user = resolve_user(conn, org_id, as_user)
     sealed = seal(node, org_id=org_id, author_id=user.id, request=SealRequest(
         mailbox_id=hit.mailbox_id, to=to, cc=cc, bcc=bcc, subject=subject, body=body))
     return sealed.to_json()
