@@ -26,7 +26,7 @@ from aiosmtpd.controller import Controller
 
 from mailnode import budgets
 from tests.butler_run.conftest import MAILBOX, ack_program
-from tests.butler_run.test_served import Served
+from tests.support.served import Served
 from tests.ingress_db.conftest import free_port
 
 pytestmark = pytest.mark.slow

@@ -4,27 +4,22 @@ to its envelope sender through a real aiosmtpd smarthost; and a run killed with 
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import smtplib
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email import message_from_bytes
 from email.policy import default as default_policy
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from aiosmtpd.controller import Controller
 
 from tests.butler_run.conftest import MAILBOX, ack_program, program
 from tests.corpus import CORPUS
-from tests.ingress_db.conftest import free_port
+from tests.support.served import Served, free_port, served_env
 
 pytestmark = pytest.mark.slow
 
@@ -42,79 +37,6 @@ class _Sink:
         return "250 2.0.0 Ok: queued"
 
 
-class Served:
-    """One ``mailnode serve`` process over a data directory, restartable and killable."""
-
-    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
-        self.data_dir, self.env = data_dir, env
-        self.http, self.smtp = free_port(), free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.logs: list[Any] = []
-        out = subprocess.run([*MAILNODE, "init", "--data-dir", str(data_dir), "--org", "Example", "--domain",
-                              "example.test", "--admin-email", "alex@example.test", "--json"],
-                             env=env, check=True, capture_output=True, text=True)
-        self.installed = json.loads(out.stdout)
-        self.headers = {"Authorization": f"Bearer {self.installed['token']}"}
-
-    def start(self) -> Served:
-        # The log file lives as long as the process writing to it; ``stop`` and ``kill9`` close it.
-        log = open(self.data_dir / f"serve-{time.time_ns()}.log", "wb")  # noqa: SIM115
-        self.logs.append(log)
-        self.proc = subprocess.Popen([*MAILNODE, "serve", "--data-dir", str(self.data_dir), "--http",
-                                      f"127.0.0.1:{self.http}", "--smtp", f"127.0.0.1:{self.smtp}"],
-                                     env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.http}/api/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            assert self.proc.poll() is None, "mailnode serve exited"
-            time.sleep(0.2)
-        raise AssertionError("mailnode serve did not answer within 60 s")
-
-    def call(self, method: str, path: str, **kw: Any) -> Any:
-        r = httpx.request(method, f"http://127.0.0.1:{self.http}{path}", headers=self.headers, timeout=30, **kw)
-        assert r.status_code < 300, r.text
-        return r.json()
-
-    def publish(self, doc: dict[str, Any], *relations: str) -> str:
-        bid = self.call("POST", "/api/butlers", json={"name": doc["metadata"]["name"],
-                                                      "source": json.dumps(doc)})["butler"]["id"]
-        self.call("POST", f"/api/butlers/{bid}/publish")
-        for relation in relations:
-            self.call("POST", "/api/access", json={"subject_id": bid, "relation": relation,
-                                                   "object_id": self.installed["mailbox_id"]})
-        return str(bid)
-
-    def run(self, until: Callable[[dict[str, Any]], bool], seconds: float = 60) -> dict[str, Any]:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            runs = self.call("GET", "/api/butler-runs")["butler_runs"]
-            if runs and until(runs[0]):
-                return dict(self.call("GET", f"/api/butler-runs/{runs[0]['id']}")["butler_run"])
-            time.sleep(0.2)
-        raise AssertionError(f"no run got there: {self.call('GET', '/api/butler-runs')}")
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self._close_logs()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(30)
-        self._close_logs()
-
-    def _close_logs(self) -> None:
-        for log in self.logs:
-            log.close()
-        self.logs.clear()
-
-
 @pytest.fixture
 def sink() -> Iterator[tuple[_Sink, int]]:
     handler = _Sink()
@@ -129,11 +51,10 @@ def sink() -> Iterator[tuple[_Sink, int]]:
 
 @pytest.fixture
 def served(tmp_path: Path, database_url: str, sink: tuple[_Sink, int]) -> Iterator[Served]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAILNODE_")}
-    env.update({"MAILNODE_DATABASE_URL": database_url, "MAILNODE_MATERIALISE_SCAN_INTERVAL_SECONDS": "1",
-                "MAILNODE_DISPATCH_INTERVAL_SECONDS": "1", "MAILNODE_TRANSPORT": "smtp",
-                "MAILNODE_SMTP_RELAY": f"127.0.0.1:{sink[1]}", "MAILNODE_SMTP_TLS": "none",
-                "MAILNODE_BUTLER_RELEASE_TIMEOUT_SECONDS": "120"})
+    env = served_env(database_url, MAILNODE_MATERIALISE_SCAN_INTERVAL_SECONDS="1",
+                     MAILNODE_DISPATCH_INTERVAL_SECONDS="1", MAILNODE_TRANSPORT="smtp",
+                     MAILNODE_SMTP_RELAY=f"127.0.0.1:{sink[1]}", MAILNODE_SMTP_TLS="none",
+                     MAILNODE_BUTLER_RELEASE_TIMEOUT_SECONDS="120")
     s = Served(tmp_path / "node", env)
     yield s
     s.stop()

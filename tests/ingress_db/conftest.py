@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,12 +9,7 @@ import pytest
 
 from mailnode.ingress.materialise import materialise_receipt
 from mailnode.ingress.smtp import start_listener
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.served import free_port
 
 
 @pytest.fixture

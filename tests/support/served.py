@@ -1,0 +1,117 @@
+"""A real ``mailnode serve`` process for tests: initialised over a data directory on free loopback ports,
+started, stopped with SIGTERM, or killed with SIGKILL, and talked to over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+MAILNODE = [sys.executable, "-m", "mailnode.cli"]
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def served_env(database_url: str, **settings: str) -> dict[str, str]:
+    """This process's environment without any ``MAILNODE_*`` variable, plus the database and ``settings``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAILNODE_")}
+    env["MAILNODE_DATABASE_URL"] = database_url
+    env.update(settings)
+    return env
+
+
+class Served:
+    """One ``mailnode serve`` process over a data directory, restartable and killable."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
+        self.data_dir, self.env = data_dir, env
+        self.http, self.smtp = free_port(), free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.logs: list[Any] = []
+        out = subprocess.run([*MAILNODE, "init", "--data-dir", str(data_dir), "--org", "Example", "--domain",
+                              "example.test", "--admin-email", "alex@example.test", "--json"],
+                             env=env, check=True, capture_output=True, text=True)
+        self.installed = json.loads(out.stdout)
+        self.headers = {"Authorization": f"Bearer {self.installed['token']}"}
+
+    def start(self, **extra_env: str) -> Served:
+        """Start ``mailnode serve`` (with ``extra_env`` on top of the fixture's) and wait for ``/api/health``."""
+        # The log file lives as long as the process writing to it; ``stop`` and ``kill9`` close it.
+        log = open(self.data_dir / f"serve-{time.time_ns()}.log", "wb")  # noqa: SIM115
+        self.logs.append(log)
+        self.proc = subprocess.Popen([*MAILNODE, "serve", "--data-dir", str(self.data_dir), "--http",
+                                      f"127.0.0.1:{self.http}", "--smtp", f"127.0.0.1:{self.smtp}"],
+                                     env={**self.env, **extra_env}, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.http}/api/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            assert self.proc.poll() is None, "mailnode serve exited"
+            time.sleep(0.2)
+        raise AssertionError("mailnode serve did not answer within 60 s")
+
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        """An API call as the administrator; the JSON answer (a status of 300 or more fails the test)."""
+        r = httpx.request(method, f"http://127.0.0.1:{self.http}{path}", headers=self.headers, timeout=30, **kw)
+        assert r.status_code < 300, r.text
+        return r.json()
+
+    def publish(self, doc: dict[str, Any], *relations: str) -> str:
+        """Create, publish and grant a Butler; its id."""
+        bid = self.call("POST", "/api/butlers", json={"name": doc["metadata"]["name"],
+                                                      "source": json.dumps(doc)})["butler"]["id"]
+        self.call("POST", f"/api/butlers/{bid}/publish")
+        for relation in relations:
+            self.call("POST", "/api/access", json={"subject_id": bid, "relation": relation,
+                                                   "object_id": self.installed["mailbox_id"]})
+        return str(bid)
+
+    def run(self, until: Callable[[dict[str, Any]], bool], seconds: float = 60) -> dict[str, Any]:
+        """The newest Butler run once ``until`` holds for it."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            runs = self.call("GET", "/api/butler-runs")["butler_runs"]
+            if runs and until(runs[0]):
+                return dict(self.call("GET", f"/api/butler-runs/{runs[0]['id']}")["butler_run"])
+            time.sleep(0.2)
+        raise AssertionError(f"no run got there: {self.call('GET', '/api/butler-runs')}")
+
+    def kill9(self) -> None:
+        """SIGKILL: no cleanup at all, as a crash."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._close_logs()
+
+    def stop(self) -> int | None:
+        """SIGTERM and wait; the process's exit code (None when it never started)."""
+        code = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(30)
+            code = self.proc.returncode
+        self._close_logs()
+        return code
+
+    def _close_logs(self) -> None:
+        for log in self.logs:
+            log.close()
+        self.logs.clear()
