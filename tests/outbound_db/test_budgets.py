@@ -33,5 +33,6 @@ def test_seal_and_dispatch_stay_within_their_statement_budgets(node: Any, instal
         result = asyncio.run(one())
     assert result.state == "handed_over"
     assert dispatching.count <= budgets.DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS, dispatching.statements
-    # Measured: read 1, authority 1, governance's recheck 2 (breakers, live policies), claim 1,
-    # recipients 1, bounce domain 1, mark 1, outcome 1, aggregate 1, audit 2 = 12.
+    # Measured: read 1, authority 1, governance's recheck 2 (breakers, live policies), provider breaker 1,
+    # claim 1, recipients 1, bounce domain 1, mark 1, outcome 1, aggregate 1, audit 2, provider status
+    # read and write 2 = 15.
