@@ -16,7 +16,7 @@ from sqlalchemy import Connection, delete, select, update
 from mailnode import audit, budgets
 from mailnode.authz import holds, is_admin, mailboxes_visible, require_admin
 from mailnode.directory.domains import normalise_domain, org_domains
-from mailnode.errors import conflict, invalid, not_found
+from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import new_id, parse_id
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 
@@ -57,7 +57,7 @@ def mailbox_by_address(conn: Connection, address: str) -> Any | None:
     """``(mailbox_id, org_id, address)`` for an address on this node (case-insensitive), else None."""
     try:
         addr = normalise_address(address)
-    except Exception:  # noqa: BLE001 - a malformed address simply belongs to no mailbox
+    except MailnodeError:  # a malformed address simply belongs to no mailbox
         return None
     return conn.execute(
         select(mailbox_addresses.c.mailbox_id, mailbox_addresses.c.org_id, mailbox_addresses.c.address)
