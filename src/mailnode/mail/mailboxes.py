@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, select, update
 
 from mailnode import audit, budgets
-from mailnode.authz import holds, is_admin, mailboxes_visible, require_admin
+from mailnode.authz import MAILBOX_RELATIONS, holds, is_admin, mailboxes_visible, require_admin
 from mailnode.directory.domains import normalise_domain, org_domains
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import new_id, parse_id
@@ -150,15 +150,9 @@ def get_mailbox(conn: Connection, *, org_id: str, principal_id: str, mailbox_id:
     """One mailbox, if the caller may know of it; else ``E_NO_SUCH_MAILBOX`` (404)."""
     row = get_mailbox_row(conn, org_id, mailbox_id)
     if not (is_admin(conn, org_id, principal_id)
-            or holds(conn, org_id, principal_id, tuple(_mailbox_relations()), "mailbox", mailbox_id)):
+            or holds(conn, org_id, principal_id, MAILBOX_RELATIONS, "mailbox", mailbox_id)):
         raise no_such_mailbox(mailbox_id)
     return mailbox_json(conn, row)
-
-
-def _mailbox_relations() -> list[str]:
-    from mailnode.authz import MAILBOX_RELATIONS
-
-    return list(MAILBOX_RELATIONS)
 
 
 _UNSET: Any = object()
@@ -174,7 +168,7 @@ def update_mailbox(conn: Connection, *, org_id: str, actor_id: str, at: datetime
     """
     row = get_mailbox_row(conn, org_id, mailbox_id)
     if not is_admin(conn, org_id, actor_id):
-        if holds(conn, org_id, actor_id, tuple(_mailbox_relations()), "mailbox", mailbox_id):
+        if holds(conn, org_id, actor_id, MAILBOX_RELATIONS, "mailbox", mailbox_id):
             require_admin(conn, org_id, actor_id, "change a mailbox")
         raise no_such_mailbox(mailbox_id)
     values: dict[str, Any] = {}
