@@ -403,9 +403,12 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
         record_message_id(conn, org_id, message_id, conversation_id, send_id, now)
         if draft_id is not None:
             conn.execute(delete(drafts).where(drafts.c.id == draft_id, drafts.c.author_id == author_id))
-        audit.append(conn, org_id=org_id, at=now, action="send.sealed", actor_id=author_id, subject=send_id,
-                     detail={"mailbox_id": request.mailbox_id, "recipients": len(rows), "state": decision.state.value,
-                             "state_reason": reason, "gate": decision.gate.name.lower(),
+        # A notice is the node's own words: the node (None) seals it; ``author_id`` only names its reader.
+        sealed_by = None if request.notice else author_id
+        for_reader = {"notice_for": author_id} if request.notice else {}
+        audit.append(conn, org_id=org_id, at=now, action="send.sealed", actor_id=sealed_by, subject=send_id,
+                     detail={**for_reader, "mailbox_id": request.mailbox_id, "recipients": len(rows),
+                             "state": decision.state.value, "state_reason": reason, "gate": decision.gate.name.lower(),
                              "in_reply_to": request.in_reply_to_message_id, "release_at": release_at.isoformat(),
                              "resend_of": request.resend_of, "draft_id": draft_id, "mail_class": mail_class.value,
                              **gov.audit_detail()})
