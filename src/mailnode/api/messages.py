@@ -21,6 +21,7 @@ from mailnode.ids import parse_id
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
 from mailnode.mail.message_tables import cases, conversations, messages
+from mailnode.notify import retention_io
 from mailnode.outbound.tables import send_recipient_events
 
 router = APIRouter(prefix="/api", tags=["messages"])
@@ -83,9 +84,14 @@ def get_message(message_id: str, node: NodeDep, caller: CallerDep) -> dict[str, 
 
 @router.get("/messages/{message_id}/raw")
 def get_raw(message_id: str, node: NodeDep, caller: CallerDep) -> Response:
-    """The exact bytes received (content read), as ``message/rfc822``."""
+    """The exact bytes received (content read), as ``message/rfc822``.
+
+    ``E_CONTENT_DELETED`` (410) once retention deleted them (spec/transactional.md §5); ``E_EVIDENCE_MISSING``
+    (500) when the blob is gone without a purge record.
+    """
     row = _readable_message(node, caller, message_id)
-    return Response(content=node.evidence.get(row.raw_sha256), media_type="message/rfc822")
+    return Response(content=retention_io.read_content(node, source_id=row.id, digest=row.raw_sha256),
+                    media_type="message/rfc822")
 
 
 @router.get("/conversations/{conversation_id}")

@@ -14,7 +14,8 @@ the node, so its predicate is this pure function and nothing else decides it. In
 
 An unknown content kind is retained (fail closed toward keeping). ``retain_until_write`` is the notice
 sweeper's half-window rewrite floor; ``page_deletions`` walks a scanned page past what is retained so a
-retained head never reads as an empty queue. Pure: no I/O.
+retained head never reads as an empty queue. ``read_refusal`` decides what a read of content answers once
+retention may have deleted it (``E_CONTENT_DELETED``, 410, versus the store's own 500s). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Generic, TypeVar
 
 from mailnode import budgets
 from mailnode.clock import utc
-from mailnode.errors import invalid
+from mailnode.errors import MailnodeError, invalid
 
 
 class ContentKind(StrEnum):
@@ -262,3 +263,52 @@ def page_deletions(
             blocked.append(candidate.row_id)
     reached_end = scan_complete and examined == len(candidates)
     return DeletionPage(tuple(delete), tuple(blocked), None if reached_end else last_key, examined)
+
+
+#: How each kind of content is named to a reader (noun phrase, its verb) and the setting that ages it out.
+#: Total over ``ContentKind``; a stored kind outside it reads with ``UNCLASSIFIED_WORDS``.
+CONTENT_WORDS: dict[ContentKind, tuple[str, str, str]] = {
+    ContentKind.INBOUND_RAW: ("The raw bytes of message", "were", "inbound_raw_seconds"),
+    ContentKind.SEALED_BODY: ("The sealed body of send", "was", "sealed_body_seconds"),
+}
+UNCLASSIFIED_WORDS: tuple[str, str, str] = ("The content of", "was", "ceiling_seconds")
+
+
+def content_deleted(*, source_id: str, kind: str | None, purged_at: datetime) -> MailnodeError:
+    """``E_CONTENT_DELETED`` (410 Gone): ``source_id``'s content was deleted by retention at ``purged_at``.
+
+    Not a fault: the organisation's retention settings (``GET /api/settings/retention``) aged it out, and
+    nothing restores it. ``detail``: ``{source_id, kind, purged_at (ISO 8601, UTC), setting}``.
+    """
+    try:
+        words, verb, setting = CONTENT_WORDS[ContentKind(kind)] if kind is not None else UNCLASSIFIED_WORDS
+    except ValueError:
+        words, verb, setting = UNCLASSIFIED_WORDS
+    when = utc(purged_at).isoformat()
+    return MailnodeError(
+        code="E_CONTENT_DELETED",
+        what=f"{words} {source_id} {verb} deleted by retention at {when}.",
+        why=f"The organisation's retention setting ({setting}, or ceiling_seconds past the ceiling) deletes "
+            "this content once it is old enough and nothing holds it; its metadata and audit trail stay.",
+        fix="Nothing can restore it. GET /api/settings/retention shows the setting; a legal hold "
+            "(POST /api/holds) keeps a mailbox's content from deletion from now on.",
+        status=410,
+        detail={"source_id": source_id, "kind": kind, "purged_at": when, "setting": setting},
+    )
+
+
+def read_refusal(*, source_id: str, kind: str | None, purged_at: datetime | None,
+                 read_error: MailnodeError | None) -> MailnodeError | None:
+    """What a read of ``source_id``'s content answers, given its ledger row and the evidence store's answer.
+
+    | ledger ``purged_at`` | blob read | answer |
+    |---|---|---|
+    | set | anything (a blob shared with unpurged content may still be there) | ``E_CONTENT_DELETED`` (410) |
+    | NULL, or no ledger row yet | the bytes | None: serve them |
+    | NULL, or no ledger row yet | ``E_EVIDENCE_MISSING`` / ``E_EVIDENCE_ALTERED`` (500) | that error |
+
+    A blob missing without a purge record stays ``E_EVIDENCE_MISSING``: that is corruption, not retention.
+    """
+    if purged_at is not None:
+        return content_deleted(source_id=source_id, kind=kind, purged_at=purged_at)
+    return read_error

@@ -18,6 +18,9 @@ this module reads its facts, calls it, and writes what it returns.
   part-A sweeper calls it before its provider-breaker check and it works while sending is paused; the
   node also runs it on its own schedule (``workflows``).
 - ``extend(conn, ...)``: the notice sweeper's write of ``retain_until`` (half-window rewrite floor).
+- ``read_content(node, ...)``: every person's read of content (a message's raw bytes, a send's sealed body)
+  goes through it, so content retention deleted answers ``E_CONTENT_DELETED`` (410) and only a blob lost
+  without a purge record answers the store's ``E_EVIDENCE_MISSING`` (500).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from mailnode import audit, budgets
 from mailnode.authz import is_admin
 from mailnode.clock import utc
 from mailnode.directory.tables import organisations
-from mailnode.errors import not_an_administrator
+from mailnode.errors import MailnodeError, not_an_administrator
 from mailnode.ingress.tables import ingress_receipts
 from mailnode.mail.message_tables import messages
 from mailnode.node import Node
@@ -152,6 +155,32 @@ def referenced(conn: Connection, digest: str) -> bool:
                            s.rendered_sha256 == digest), _not_purged(s.id)),
     ))
     return bool(conn.execute(q).scalar())
+
+
+def read_content(node: Node, *, source_id: str, digest: str) -> bytes:
+    """The bytes of ``digest`` read as ``source_id``'s content (a ``msg_`` raw message or a ``snd_`` body).
+
+    Raises ``E_CONTENT_DELETED`` (410) when the ledger row of ``source_id`` is purged, whatever the store
+    holds (a blob shared with content still retained is not this content any more), else the store's
+    ``E_EVIDENCE_MISSING`` / ``E_EVIDENCE_ALTERED`` (500). The blob is read before the ledger: the sweep
+    commits ``purged_at`` before it removes a blob, so a blob found missing because retention removed it
+    always finds its purge record. One statement besides the file read.
+    """
+    read_error: MailnodeError | None = None
+    data = b""
+    try:
+        data = node.evidence.get(digest)
+    except MailnodeError as exc:
+        read_error = exc
+    with node.read() as conn:
+        row = conn.execute(select(rc.kind, rc.purged_at).where(rc.source_id == source_id)).first()
+    refusal = retention.read_refusal(source_id=source_id, kind=row.kind if row is not None else None,
+                                     purged_at=row.purged_at if row is not None else None, read_error=read_error)
+    if refusal is None:
+        return data
+    if refusal is read_error:
+        raise refusal
+    raise refusal from read_error
 
 
 @dataclass(frozen=True)

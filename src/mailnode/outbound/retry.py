@@ -31,6 +31,7 @@ from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import approvals
 from mailnode.ids import parse_id, prefix_of
 from mailnode.node import Node
+from mailnode.notify import retention_io
 from mailnode.outbound.seal import Sealed, SealRequest, seal
 from mailnode.outbound.states import STOPPABLE, SendState, StateReason, parse_state, retry_offer
 from mailnode.outbound.tables import send_manifests, send_recipients
@@ -151,7 +152,8 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
     """Seal a new manifest re-sending ``send_id`` to the recipients it may not have reached.
 
     Raises ``E_NO_SUCH_SEND`` (404), ``E_RESEND_REASON_REQUIRED`` / ``E_DUPLICATE_RISK_NOT_ACCEPTED``
-    (422), ``E_RESEND_NOT_OFFERED`` (409), ``E_RESEND_NEEDS_A_PERSON`` (403), and the seal's codes.
+    (422), ``E_RESEND_NOT_OFFERED`` (409), ``E_RESEND_NEEDS_A_PERSON`` (403), ``E_CONTENT_DELETED`` (410:
+    retention deleted the body, spec/transactional.md §5), and the seal's codes.
     """
     if prefix_of(principal_id) != "usr":
         raise MailnodeError(code="E_RESEND_NEEDS_A_PERSON", what="Only a person may accept a duplicate risk.",
@@ -175,7 +177,7 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
         raise conflict("E_RESEND_NOT_OFFERED", f"Send {send_id} is not offered for resending.",
                        f"Its offer is {offer.mode} ({offer.basis}).", f"Read the offer at GET /api/sends/{send_id}.",
                        send_id=send_id, offer=offer.to_json())
-    body = node.evidence.get(row.body_typed_sha256).decode("utf-8")
+    body = retention_io.read_content(node, source_id=send_id, digest=row.body_typed_sha256).decode("utf-8")
     sealed = seal(node, org_id=org_id, author_id=principal_id, request=SealRequest(
         mailbox_id=row.mailbox_id, to=row.to_addresses, cc=row.cc_addresses, bcc=row.bcc_addresses,
         subject=row.subject, body=body, in_reply_to_message_id=row.in_reply_to_message_id,
