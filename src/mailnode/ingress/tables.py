@@ -31,4 +31,6 @@ ingress_receipts = Table(
     Column("workflow_done_at", UTCDateTime, nullable=True),
     Index("ix_ingress_receipts_unmaterialised", "materialised_at", "received_at"),
     Index("ix_ingress_receipts_workflow_pending", "workflow_done_at", "received_at"),
+    #: ``notify.retention_io.referenced``: does a receipt still name this blob (0011).
+    Index("ix_ingress_receipts_sha256", "sha256"),
 )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, exists, func, or_, select, update
+from sqlalchemy import Connection, Select, and_, exists, func, or_, select, update
 
 from mailnode import audit, budgets
 from mailnode.authz import is_admin
@@ -145,16 +145,22 @@ def _not_purged(source_id_col: Any) -> Any:
     return ~exists().where(rc.source_id == source_id_col, rc.purged_at.is_not(None))
 
 
-def referenced(conn: Connection, digest: str) -> bool:
-    """Whether any row still names ``digest``: a message, receipt or send whose content is not purged."""
+def referenced_query(digest: str) -> Select[Any]:
+    """The one statement of ``referenced``: ``SELECT <bool>`` over three ``EXISTS``, each answered from an
+    index on the digest column it asks (``ix_messages_raw_sha256``, ``ix_ingress_receipts_sha256`` and the
+    three ``ix_send_manifests_*_sha256``, migration 0011), never a scan of the content tables."""
     m, r, s = messages.c, ingress_receipts.c, send_manifests.c
-    q = select(or_(
+    return select(or_(
         exists().where(m.raw_sha256 == digest, _not_purged(m.id)),
         exists().where(r.sha256 == digest, or_(r.message_id.is_(None), _not_purged(r.message_id))),
         exists().where(or_(s.body_typed_sha256 == digest, s.body_normalised_sha256 == digest,
                            s.rendered_sha256 == digest), _not_purged(s.id)),
     ))
-    return bool(conn.execute(q).scalar())
+
+
+def referenced(conn: Connection, digest: str) -> bool:
+    """Whether any row still names ``digest``: a message, receipt or send whose content is not purged."""
+    return bool(conn.execute(referenced_query(digest)).scalar())
 
 
 def read_content(node: Node, *, source_id: str, digest: str) -> bytes:

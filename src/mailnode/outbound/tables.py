@@ -57,6 +57,12 @@ send_manifests = Table(
     Index("ix_send_manifests_due", "state", "release_at"),
     Index("ix_send_manifests_lease", "state", "lease_until"),
     Index("ix_send_manifests_mailbox", "mailbox_id", "id"),
+    #: The notify sweeper's age-out query (mail class, waiting state, sealed before a cutoff); 0011.
+    Index("ix_send_manifests_age_out", "mail_class", "state", "sealed_at"),
+    #: ``notify.retention_io.referenced`` asks whether a send still names a blob by each digest; 0011.
+    Index("ix_send_manifests_body_typed_sha256", "body_typed_sha256"),
+    Index("ix_send_manifests_body_normalised_sha256", "body_normalised_sha256"),
+    Index("ix_send_manifests_rendered_sha256", "rendered_sha256"),
     Index("uq_send_manifests_idempotency", "org_id", "author_id", "idempotency_key", unique=True,
           sqlite_where=text("idempotency_key IS NOT NULL"), postgresql_where=text("idempotency_key IS NOT NULL")),
 )
