@@ -241,6 +241,10 @@ PROVIDER_SYSTEMIC_PAUSE_SECONDS = 15 * 60
 #: leading indicator; spec/transactional.md §2 "Alerting cannot be mail").
 PROVIDER_QUOTA_ALERT_PERCENT = 80
 
+#: Longest application name, in characters. Sized like BUTLER_NAME_MAX_CHARS: a name is a label shown in
+#: lists, token labels and audit entries.
+APP_NAME_MAX_CHARS = 200
+
 #: Seconds between sweeper passes (seed 002: "every 10 minutes"; spec/transactional.md §3).
 SWEEPER_INTERVAL_SECONDS = 600
 #: Deferrable mail nobody handed over within this many seconds of being queued is made terminal,

@@ -87,7 +87,7 @@ def served(tmp_path: Path, database_url: str, emulator: ResendEmulator) -> Itera
 
 def cli(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
     """``mailnode ARGS --data-dir <the node's>`` in a subprocess with the node's environment."""
-    return subprocess.run([*MAILNODE, *args, "--data-dir", str(served.data_dir)], env=served.env,
+    return subprocess.run([*MAILNODE, *args, "--data-dir", str(served.data_dir)], check=False, env=served.env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -108,3 +108,12 @@ def mail(served: Served, mail_class: str, key: str, to: str = "researcher@remote
     return {"mailbox_id": served.installed["mailbox_id"], "class": mail_class, "to": [to],
             "subject": "Your upload stopped", "text": "The upload of run 7 stopped arriving.",
             "idempotency_key": key}
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str, emulator: ResendEmulator) -> Any:
+    """For the in-process tests (``node``, ``api``): a node whose transport is the emulator."""
+    from mailnode.config import Settings
+
+    return Settings(data_dir=tmp_path / "node", database_url=database_url, transport="resend",
+                    resend_base_url=emulator.base_url, resend_api_key="re_test_full")

@@ -1,4 +1,13 @@
-"""``POST /api/apps {name}``: an application principal and its token, shown once (administrators)."""
+"""Application principals (administrators; spec/transactional.md §6).
+
+- ``POST /api/apps {name}``: an application and its first token, shown in this answer only (201);
+- ``GET /api/apps``: every application with its tokens' ids and labels, never a token;
+- ``POST /api/apps/{id}/tokens``: a replacement token for a lost one, shown in this answer only (201);
+  revoke the old one with ``DELETE /api/tokens/{token_id}``.
+
+Errors: ``E_UNAUTHENTICATED`` (401), ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_NO_SUCH_APP`` (404),
+``E_APP_EXISTS`` (409), ``E_APP_NEEDS_A_NAME`` / ``E_APP_NAME_MALFORMED`` / ``E_BUDGET_EXCEEDED`` (422).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +17,7 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
-from mailnode.notify.apps import create_application
+from mailnode.notify.apps import create_application, list_applications, mint_application_token
 
 router = APIRouter(prefix="/api/apps", tags=["apps"])
 
@@ -25,3 +34,18 @@ def create_app_principal(body: AppIn, node: NodeDep, caller: CallerDep) -> dict[
     with node.begin() as conn:
         return create_application(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
                                   name=body.name)
+
+
+@router.get("")
+def list_app_principals(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """``{"applications": [...]}``: every application of the organisation, by name, with its tokens' ids."""
+    with node.read() as conn:
+        return {"applications": list_applications(conn, org_id=caller.org_id, actor_id=caller.principal_id)}
+
+
+@router.post("/{app_id}/tokens", status_code=201)
+def mint_app_token(app_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """A new token for the application (the old ones stay valid until revoked); shown in this answer only."""
+    with node.begin() as conn:
+        return mint_application_token(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                      at=node.clock.now(), ref=app_id)
