@@ -1,4 +1,4 @@
-"""Routes for received mail: messages, raw bytes, conversations, cases (claim, close) and delivery events.
+"""Routes for received mail: messages, raw bytes, conversations, cases (claim, close, delete) and delivery events.
 
 Reading a mailbox's message list needs metadata read (``mailbox.metadata.read`` or content read);
 reading a message's headers, body or raw bytes needs ``mailbox.content.read``. Absent and not-yours
@@ -21,6 +21,7 @@ from mailnode.ids import parse_id
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
 from mailnode.mail.message_tables import cases, conversations, messages
+from mailnode.notify import holds as hold_rules
 from mailnode.notify import retention_io
 from mailnode.outbound.tables import send_recipient_events
 
@@ -157,6 +158,21 @@ def close_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]
     with node.begin() as conn:
         return {"case": cases_mod.close(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                         at=node.clock.now(), case_id=case_id)}
+
+
+@router.delete("/cases/{case_id}")
+def delete_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Delete a closed case (``send.propose`` on its mailbox); its messages stay, unlinked. 200
+    ``{"deleted": case_id}``.
+
+    ``E_CASE_OPEN`` (409) for an open case; ``E_LEGAL_HOLD`` (409) when a legal hold covers it, with
+    ``hold.blocked`` audited in a transaction of its own (``notify.holds.deleting``); ``E_NO_SUCH_CASE``
+    (404), ``E_MAY_NOT_WORK_CASE`` (403). spec/outbound.md §7; issue 9.
+    """
+    with hold_rules.deleting(node) as conn:
+        cases_mod.remove(conn, org_id=caller.org_id, principal_id=caller.principal_id, at=node.clock.now(),
+                         case_id=case_id)
+    return {"deleted": case_id}
 
 
 @router.get("/delivery-events")
