@@ -113,3 +113,27 @@ def test_deleting_a_held_closed_case_is_refused(org: Retained, api: Any) -> None
     except MailnodeError as exc:
         assert exc.code == "E_LEGAL_HOLD"
     assert [e["subject"] for e in org.entries("hold.blocked")] == [cid]
+
+
+def test_the_approvals_queue_shows_why_a_lift_is_asked_and_which_hold(org: Retained, api: Any) -> None:
+    hold = _place(org, api, from_date="2026-01-01", to_date="2026-06-30")
+    d1 = org.person("d1@example.test", ("approval.decide", org.i.mailbox_id))
+    org.person("d2@example.test", ("approval.decide", org.i.mailbox_id))
+    asked = api.post(f"/api/holds/{hold['id']}/lift", json={"reason": "Matter M-7 settled on 3 March"},
+                     headers=org.admin.headers)
+    assert asked.status_code == 202, asked.text
+    lift = asked.json()["lift"]
+    queue = api.get("/api/approvals", headers=d1.headers)
+    assert queue.status_code == 200, queue.text
+    [item] = queue.json()["approvals"]
+    assert (item["id"], item["subject_kind"], item["subject_id"]) == (lift["approval_id"], "hold_lift", lift["lift_id"])
+    assert item["domain_pause"] is None
+    assert item["hold_lift"] == {
+        "lift_id": lift["lift_id"], "reason": "Matter M-7 settled on 3 March", "requested_by": org.i.user_id,
+        "requested_at": org.node.clock.now().isoformat(),
+        "hold": {"id": hold["id"], "mailbox_id": org.i.mailbox_id, "matter_id": "M-7",
+                 "from_date": hold["from_date"], "to_date": hold["to_date"], "placed_by": org.i.user_id,
+                 "placed_at": hold["placed_at"], "in_force": True}}
+    assert hold["from_date"].startswith("2026-01-01") and hold["to_date"].startswith("2026-06-30")
+    # The one who asked does not decide, so it is not in their queue.
+    assert api.get("/api/approvals", headers=org.admin.headers).json()["approvals"] == []

@@ -41,6 +41,7 @@ from mailnode.governance.matching import Shortfall, shortfall
 from mailnode.governance.policy import Stage
 from mailnode.governance.tables import approval_decisions, approval_stages, approvals, domain_pauses
 from mailnode.ids import new_id, parse_id
+from mailnode.notify.notice_tables import hold_lifts, holds
 
 
 class SubjectKind(StrEnum):
@@ -409,7 +410,29 @@ def cancel_pending(conn: Connection, *, kind: SubjectKind, subject_id: str, now:
     return done.rowcount == 1
 
 
-def _json(row: Any, stages: list[Stage], st: _Standing | None, pause: Any | None) -> dict[str, Any]:
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _hold_lift(conn: Connection, lift_id: str) -> dict[str, Any] | None:
+    """What a ``hold_lift`` approval asks, for its decider (one statement): the lift's ``reason``, who asked
+    and when, and the hold it would lift (its mailbox, matter, window in ISO 8601 UTC, and whether it is
+    still in force). None when the lift row is gone."""
+    h, lf = holds.c, hold_lifts.c
+    r = conn.execute(select(lf.id, lf.reason, lf.requested_by, lf.requested_at, h.id.label("hold_id"), h.mailbox_id,
+                            h.matter_id, h.from_date, h.to_date, h.placed_by, h.placed_at, h.lifted_at)
+                     .join(holds, holds.c.id == lf.hold_id).where(lf.id == lift_id)).first()
+    if r is None:
+        return None
+    return {"lift_id": r.id, "reason": r.reason, "requested_by": r.requested_by,
+            "requested_at": _iso(r.requested_at),
+            "hold": {"id": r.hold_id, "mailbox_id": r.mailbox_id, "matter_id": r.matter_id,
+                     "from_date": _iso(r.from_date), "to_date": _iso(r.to_date), "placed_by": r.placed_by,
+                     "placed_at": _iso(r.placed_at), "in_force": r.lifted_at is None}}
+
+
+def _json(row: Any, stages: list[Stage], st: _Standing | None, pause: Any | None,
+          lift: dict[str, Any] | None = None) -> dict[str, Any]:
     nxt = st.open_stage() if st else None
     return {"id": row.id, "subject_kind": row.subject_kind, "subject_id": row.subject_id, "scope_id": row.scope_id,
             "actor_id": row.actor_id, "state": row.state, "requested_at": row.requested_at.isoformat(),
@@ -418,12 +441,18 @@ def _json(row: Any, stages: list[Stage], st: _Standing | None, pause: Any | None
             "stages": [s.to_json() for s in stages], "open_stage": nxt.to_json() if nxt else None,
             "decided_by_me": bool(st and st.mine is not None),
             "domain_pause": ({"pause_id": pause.id, "domain": pause.domain, "reason": pause.reason}
-                             if pause is not None else None)}
+                             if pause is not None else None),
+            "hold_lift": lift}
 
 
 def pending_for(conn: Connection, *, org_id: str, caller_id: str, limit: int, cursor: str | None) -> list[dict[str, Any]]:
     """Pending approvals the caller may decide (scopes where they hold the kind's relation, not their own
-    requests), oldest first by id after ``cursor``."""
+    requests), oldest first by id after ``cursor``.
+
+    Each carries what it asks, so a decider needs no other lookup: ``domain_pause`` (``{pause_id, domain,
+    reason}``) for a domain pause, ``hold_lift`` (``{lift_id, reason, requested_by, requested_at, hold:
+    {id, mailbox_id, matter_id, from_date, to_date, placed_by, placed_at, in_force}}``) for a hold lift
+    (spec/outbound.md §7); null for other kinds."""
     scopes = set(mailboxes_visible(conn, org_id, caller_id, ("approval.decide",)))
     if is_admin(conn, org_id, caller_id):
         scopes.add(org_id)
@@ -443,5 +472,6 @@ def pending_for(conn: Connection, *, org_id: str, caller_id: str, limit: int, cu
         pause = None
         if row.subject_kind == SubjectKind.DOMAIN_PAUSE.value:
             pause = conn.execute(select(domain_pauses).where(domain_pauses.c.id == row.subject_id)).first()
-        out.append(_json(row, st.stages, st, pause))
+        lift = _hold_lift(conn, row.subject_id) if row.subject_kind == SubjectKind.HOLD_LIFT.value else None
+        out.append(_json(row, st.stages, st, pause, lift))
     return out
