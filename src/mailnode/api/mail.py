@@ -3,12 +3,18 @@
 Any principal holding ``send.propose`` on the mailbox may call it (an application, a person). ``realtime``
 answers 200 only after the provider accepted the mail, or the vague 503 (``E_SEND_UNAVAILABLE``, with
 ``detail.send_id`` when a send was sealed); ``deferrable`` answers 202 with the id and the sweeper hands
-it over. The same ``idempotency_key`` from the same principal returns the same send, never a second one.
-Correspondence is not sent here (``POST /api/sends``).
+it over. The same ``idempotency_key`` from the same principal returns the same send, never a second one;
+the same key with a different mail (another mailbox, class, recipient set, subject or text) is refused
+``E_IDEMPOTENCY_KEY_REUSED`` (409, ``detail.send_id`` the first send, ``detail.differs`` the fields), so a
+caller is never told that a mail it did not send was sent. A subject with no visible character is refused
+``E_MAIL_SUBJECT_EMPTY`` (422) before anything is sealed. Correspondence is not sent here
+(``POST /api/sends``).
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter
@@ -19,11 +25,11 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
-from mailnode.errors import invalid, not_found
+from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import parse_id
 from mailnode.notify.classes import MailClass, parse_mail_class
 from mailnode.notify.sending import find_by_key, send_realtime, unavailable
-from mailnode.outbound.seal import SealRequest, seal
+from mailnode.outbound.seal import SealRequest, seal, validate_recipients
 from mailnode.outbound.states import SendState, words_for
 from mailnode.outbound.tables import send_manifests, send_recipients
 
@@ -45,6 +51,78 @@ class MailIn(Strict):
     subject: str
     text: str
     idempotency_key: str = Field(min_length=1, max_length=256)
+
+
+@dataclass(frozen=True)
+class MailFingerprint:
+    """What makes two requests under one idempotency key the same mail.
+
+    Attributes:
+        mailbox_id: the sending mailbox (``mbx_...``).
+        mail_class: ``realtime`` or ``deferrable``.
+        to, cc, bcc: the normalised recipients of each kind, lower-cased and sorted (order is not content).
+        subject: the Subject as sent.
+        text_sha256: hex SHA-256 of the UTF-8 text (the evidence store's digest of the typed body).
+    """
+
+    mailbox_id: str
+    mail_class: str
+    to: tuple[str, ...]
+    cc: tuple[str, ...]
+    bcc: tuple[str, ...]
+    subject: str
+    text_sha256: str
+
+
+#: The fields ``differing_fields`` compares, in the order it names them.
+FINGERPRINT_FIELDS: tuple[str, ...] = ("mailbox_id", "mail_class", "to", "cc", "bcc", "subject", "text")
+
+
+def differing_fields(stored: MailFingerprint, asked: MailFingerprint) -> tuple[str, ...]:
+    """The request fields (``FINGERPRINT_FIELDS`` names) in which ``asked`` is not the mail ``stored``; () when same.
+
+    Pure. ``text`` compares the digests.
+    """
+    pairs = {"mailbox_id": (stored.mailbox_id, asked.mailbox_id),
+             "mail_class": (stored.mail_class, asked.mail_class),
+             "to": (stored.to, asked.to), "cc": (stored.cc, asked.cc), "bcc": (stored.bcc, asked.bcc),
+             "subject": (stored.subject, asked.subject),
+             "text": (stored.text_sha256, asked.text_sha256)}
+    return tuple(name for name in FINGERPRINT_FIELDS if pairs[name][0] != pairs[name][1])
+
+
+def _sorted_lower(addresses: Any) -> tuple[str, ...]:
+    return tuple(sorted(str(a).lower() for a in (addresses or ())))
+
+
+def fingerprint_of_request(body: MailIn, mail_class: MailClass) -> MailFingerprint:
+    """The fingerprint of a request, its recipients normalised as the seal normalises them (its 422s apply)."""
+    recipients = validate_recipients(body.to, body.cc, body.bcc)
+    by_kind = {kind: _sorted_lower(a.address for k, a in recipients if k == kind) for kind in ("to", "cc", "bcc")}
+    return MailFingerprint(mailbox_id=body.mailbox_id, mail_class=mail_class.value, to=by_kind["to"],
+                           cc=by_kind["cc"], bcc=by_kind["bcc"], subject=body.subject,
+                           text_sha256=hashlib.sha256(body.text.encode("utf-8")).hexdigest())
+
+
+def fingerprint_of_send(node: Any, send_id: str) -> MailFingerprint:
+    """The fingerprint of a sealed manifest (one read)."""
+    m = send_manifests.c
+    with node.read() as conn:
+        row = conn.execute(select(m.mailbox_id, m.mail_class, m.to_addresses, m.cc_addresses, m.bcc_addresses,
+                                  m.subject, m.body_typed_sha256).where(m.id == send_id)).one()
+    return MailFingerprint(mailbox_id=row.mailbox_id, mail_class=row.mail_class, to=_sorted_lower(row.to_addresses),
+                           cc=_sorted_lower(row.cc_addresses), bcc=_sorted_lower(row.bcc_addresses),
+                           subject=row.subject, text_sha256=row.body_typed_sha256)
+
+
+def key_reused(send_id: str, key: str, differs: tuple[str, ...]) -> MailnodeError:
+    """409 ``E_IDEMPOTENCY_KEY_REUSED``: the key already names a different mail (``differs``: its fields)."""
+    return conflict("E_IDEMPOTENCY_KEY_REUSED",
+                    f"The idempotency key {key[:80]!r} already names a different mail ({send_id}).",
+                    "A key names one mail: a retry must repeat the first request exactly, so the node never "
+                    "answers for a mail it did not send. Differs: " + ", ".join(differs) + ".",
+                    f"Send this mail under a new idempotency_key; the first is at GET /api/mail/{send_id}.",
+                    send_id=send_id, idempotency_key=key[:80], differs=list(differs))
 
 
 def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str, Any]:
@@ -69,7 +147,14 @@ def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str,
                             "delivery_state": r.delivery_state} for r in recipients]}
 
 
-def _answer(node: Any, caller: Any, send_id: str, mail_class: str) -> JSONResponse:
+def _answer(node: Any, caller: Any, send_id: str, mail_class: MailClass, body: MailIn) -> JSONResponse:
+    differs = differing_fields(fingerprint_of_send(node, send_id), fingerprint_of_request(body, mail_class))
+    if differs:
+        raise key_reused(send_id, body.idempotency_key, differs)
+    return _answer_sealed(node, caller, send_id, mail_class.value)
+
+
+def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSONResponse:
     mail = mail_json(node, caller.org_id, caller.principal_id, send_id)
     if mail_class == MailClass.REALTIME.value:
         if mail["state"] != SendState.HANDED_OVER.value:
@@ -81,16 +166,25 @@ def _answer(node: Any, caller: Any, send_id: str, mail_class: str) -> JSONRespon
 @router.post("", status_code=202, responses={200: {"description": "realtime mail the provider accepted"},
                                              503: {"description": "realtime mail could not be sent"}})
 def post_mail(body: MailIn, node: NodeDep, caller: CallerDep) -> JSONResponse:
-    """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key."""
+    """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key.
+
+    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_MAIL_SUBJECT_EMPTY`` (422), the seal's codes,
+    ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime mail, ``E_SEND_UNAVAILABLE`` (503).
+    """
     mail_class = parse_mail_class(body.mail_class)
-    if mail_class not in _CLASSES:
-        raise invalid("E_MAIL_CLASS_UNKNOWN", f"{body.mail_class!r} is not a class this route sends.",
+    if mail_class is None or mail_class not in _CLASSES:
+        raise invalid("E_MAIL_CLASS_UNKNOWN", f"{body.mail_class[:40]!r} is not a class this route sends.",
                       "POST /api/mail sends realtime or deferrable mail; correspondence goes through POST /api/sends.",
                       "Send class realtime or deferrable.", mail_class=body.mail_class[:40])
+    if not body.subject.strip():
+        raise invalid("E_MAIL_SUBJECT_EMPTY", "The mail has no subject.",
+                      "Application mail needs a subject: providers refuse mail without one (Resend: "
+                      "missing_required_field), and a realtime mail would fail after its request was spent.",
+                      "Send a subject with at least one visible character.")
     with node.read() as conn:
         existing = find_by_key(conn, caller.org_id, caller.principal_id, body.idempotency_key)
     if existing is not None:
-        return _answer(node, caller, existing, mail_class.value)
+        return _answer(node, caller, existing, mail_class, body)
     request = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc, subject=body.subject,
                           body=body.text, mail_class=mail_class.value, idempotency_key=body.idempotency_key)
     try:
@@ -104,8 +198,8 @@ def post_mail(body: MailIn, node: NodeDep, caller: CallerDep) -> JSONResponse:
             raced = find_by_key(conn, caller.org_id, caller.principal_id, body.idempotency_key)
         if raced is None:
             raise
-        return _answer(node, caller, raced, mail_class.value)
-    return _answer(node, caller, sealed.id, mail_class.value)
+        return _answer(node, caller, raced, mail_class, body)
+    return _answer_sealed(node, caller, sealed.id, mail_class.value)
 
 
 @router.get("/{send_id}")
