@@ -4,9 +4,15 @@ spec/transactional.md §2 "Alerting cannot be mail": a node out of mail cannot m
 its state is exposed for a monitoring system to scrape (``GET /metrics``; alert rules in
 ``docs/operations.md``). Two kinds of metric:
 
-- process counters (``SWEEPER_ROWS``, ``SWEEPER_PASSES``) in ``COUNTERS``, incremented by the sweeper;
+- process counters (``SWEEPER_ROWS``, ``SWEEPER_PASSES``) in ``COUNTERS``, incremented by the sweeper. Every
+  label of their closed vocabularies (``SweepVerdict``, ``SendMode``) is exposed from the start at 0, a
+  count this process observed: a series that appeared only at its first increment would hide that
+  increment from ``increase()``, and the documented alert on ``verdict="give_up"`` would miss the first
+  notice given up;
 - readings taken from the database at scrape time (``render``): nothing is cached, so a reading is never
-  older than the scrape. A quota percent with no reading today is absent, never 0 (no reassuring zeros).
+  older than the scrape. A quota percent or quota reading with no reading today is absent, never 0 (no
+  reassuring zeros); the configured transport's breaker is read even before its first answer (``open``,
+  as ``GET /api/provider-status`` shows it).
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from mailnode.directory.tables import organisations
 from mailnode.governance import breakers
 from mailnode.node import Node
 from mailnode.notify import provider_io
-from mailnode.notify.provider import BreakerState, breaker_state, quota_percent, reading_today
+from mailnode.notify.provider import BreakerState, ProviderStatus, breaker_state, quota_percent, reading_today
+from mailnode.notify.sweeper_rules import SendMode, SweepVerdict
 from mailnode.outbound.tables import send_manifests
 
 #: Process-wide counters (they survive between scrapes).
@@ -32,6 +39,10 @@ SWEEPER_ROWS = Counter("mailnode_sweeper_rows", "Rows the notify sweeper decided
                        registry=COUNTERS)
 SWEEPER_PASSES = Counter("mailnode_sweeper_passes", "Notify sweeper passes, by send mode.", ["send_mode"],
                          registry=COUNTERS)
+for _verdict in SweepVerdict:
+    SWEEPER_ROWS.labels(verdict=_verdict.value)
+for _mode in SendMode:
+    SWEEPER_PASSES.labels(send_mode=_mode.value)
 
 
 class NodeCollector(Collector):
@@ -65,7 +76,10 @@ class NodeCollector(Collector):
         runs = GaugeMetricFamily("mailnode_butler_runs", "Butler runs by state.", labels=["state"])
         signals = breakers.delivery_signals_of(node.settings.transport)
         with node.read() as conn:
-            for status in provider_io.read_all(conn):
+            statuses = provider_io.read_all(conn)
+            if node.settings.transport not in {st.transport for st in statuses}:
+                statuses.append(ProviderStatus(transport=node.settings.transport))
+            for status in statuses:
                 t = status.transport
                 current = breaker_state(status, now)
                 for s in BreakerState:
