@@ -131,6 +131,19 @@ BREAKER_BOUNCE_MIN_OBSERVATIONS = 20
 BREAKER_COMPLAINT_WINDOW_SECONDS = 86_400
 BREAKER_COMPLAINT_MAX_PERCENT = 5
 BREAKER_COMPLAINT_MIN_OBSERVATIONS = 50
+#: A send a rate breaker still gates at hand-over leaves every sweep query until it is asked again
+#: (``governance.gatefacts.recheck_after_seconds``): after the reading's ``retry_after_seconds`` (the oldest
+#: counted row leaves the window, the earliest time alone can change the answer), but never later than this.
+#: Sized against the windows and the dispatch interval: 1/12 of the shortest window (volume,
+#: BREAKER_VOLUME_WINDOW_SECONDS = 3600), so a clearing no reading can foresee (an administrator raising a
+#: limit in ``breaker_limits``, delivered events lowering a rate) lets mail go within 5 minutes; and 60
+#: dispatch sweeps (DISPATCH_SWEEP_INTERVAL_SECONDS = 5), so a gated send is read once in 60 sweeps instead
+#: of in every one (spec/transactional.md §3, "every document the sweep finds leaves by a door").
+BREAKER_RECHECK_SECONDS = 300
+#: ... and never sooner than this, seconds: 12 dispatch sweeps. Sized: a breaker far over its limit has rows
+#: leaving the window seconds apart, and each would otherwise bring its gated sends back on the next sweep;
+#: the cost is at most a minute's wait after a clearing the reading foresaw (under 2 % of the volume window).
+BREAKER_RECHECK_MIN_SECONDS = 60
 #: Doctor calls delivery blind when mail was handed over this long ago and nothing came back
 #: (reference: events.delivery_silence_minutes = 15).
 DELIVERY_SILENCE_SECONDS = 15 * 60

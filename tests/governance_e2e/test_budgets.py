@@ -1,8 +1,10 @@
 """Statement counts of governed seals and dispatches, measured with the statement meter against budgets.py.
 
 Measured on SQLite and PostgreSQL alike: a seal that asks for an approval 15, a rate-gated seal 12, an
-approved send's dispatch to one recipient 14, a dispatch that gates a send 8, and a sweep that finds the
-send still gated 5 (read, authority, breakers, policies, the guarded update that matches nothing).
+approved send's dispatch to one recipient 14, a dispatch that gates a send 10 (read, authority, breakers,
+policies, the provider breaker, the recheck update that matches nothing, the transition, the recipients,
+the audit entry's two), a dispatch that finds the send still gated at its recheck time 6 (the first five
+and the update that writes the next recheck time), and one before its recheck time 1 (the read).
 """
 
 from __future__ import annotations
@@ -47,5 +49,9 @@ def test_a_rate_gated_seal_and_gated_dispatches_stay_within_budget(org: Org) -> 
     assert gated.state_reason == "breaker_volume" and n_seal <= budgets.SEAL_MAX_STATEMENTS
     result, n = _dispatch(org, plain.id)
     assert result.state == "awaiting" and n <= budgets.DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS
+    # Before its recheck time the send is not movable: the read alone.
+    early, n_early = _dispatch(org, plain.id)
+    assert (early.state, early.detail, n_early) == (None, "not movable now", 1)
+    org.node.clock.advance(budgets.BREAKER_RECHECK_SECONDS)
     again, n_again = _dispatch(org, plain.id)
-    assert again.state is None and n_again < n
+    assert (again.state, again.detail) == (None, "breaker_volume") and n_again < n

@@ -40,7 +40,10 @@ def test_many_sweeps_over_a_gated_send_write_one_rate_limited(org: Org) -> None:
     for _ in range(6):
         report = org.sweep()
         assert [r.detail for r in report.results] == ["breaker_volume"]
+        # Each sweep that finds it still gated writes its recheck time: until then no sweep reads it.
         org.node.clock.advance(budgets.DISPATCH_SWEEP_INTERVAL_SECONDS)
+        assert org.sweep().results == []
+        org.node.clock.advance(budgets.BREAKER_RECHECK_SECONDS)
     [entry] = org.entries("send.rate_limited", sent["id"])
     assert entry.detail["at"] == "dispatch"
     read = org.read(sent["id"])

@@ -29,7 +29,7 @@ At hand-over, before the claim::
                        delivery_signals=...)
     if rf.withhold_reason: withhold(conn, row, StateReason(rf.withhold_reason), now, rf.withhold_detail)
     elif rf.rate_gate: record_rate_limited(conn, ..., reading=rf.rate_gate, at="dispatch",
-                                           guard=movable_now_sql(now))   # transition + audit, once
+                                           guard=movable_now_sql(now))   # recheck time; audit once
 
 ``recheck_facts`` re-evaluates policy for every send (Part A 12): a current outcome ranked above the
 bound one withholds ``policy_stricter``; for a send bound ``require_approval`` it checks the approval
@@ -39,23 +39,27 @@ author). Refusals come first, in the order domain pause, approval, policy; a tri
 send nothing refuses (a gate says wait, a refusal says never; waiting for a refusal helps nobody). Cost:
 2 statements, plus 2 (the approval with its decisions, the deciders) for an approved send.
 
-``record_rate_limited`` at dispatch is one conditional UPDATE guarded by the caller's ``movable_now``
-predicate and ``NOT (state = 'awaiting' AND state_reason = <reason>)``, then the recipients, then the
-audit entry, all only when the UPDATE matched: a send held behind a tripped breaker for many sweeps has
-exactly one ``send.rate_limited``.
+``record_rate_limited`` at dispatch writes a recheck time on the send whether or not it is a transition
+(spec/transactional.md §3: every row a sweep reads leaves every sweep query): ``release_at`` =
+``now + recheck_after_seconds(reading)``, so ``movable_now`` stops matching it until then and no sweep
+re-reads it meanwhile. Two conditional UPDATEs, both guarded by the caller's ``movable_now`` predicate so
+two workers write once: first the send already waiting for that reason (the recheck: ``release_at`` and
+the fresh ``last_error`` only, no audit entry; 1 statement), else the transition into the gate (state,
+reason, ``release_at``), then the recipients, then the audit entry, only when it matched (3 more). A send
+held behind a tripped breaker for many sweeps has exactly one ``send.rate_limited``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Connection, and_, not_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
-from mailnode import audit
+from mailnode import audit, budgets
 from mailnode.audit import actor_kind_of
 from mailnode.clock import utc
 from mailnode.governance import approvals as ap
@@ -258,29 +262,64 @@ def rate_limited_detail(reading: breakers.Reading, *, mailbox_id: str, at: Liter
             "retry_after_exact": reading.retry_after_exact, "mailbox_id": mailbox_id, "at": at}
 
 
+def recheck_after_seconds(reading: breakers.Reading) -> int:
+    """Seconds until a send ``reading`` gates is asked again (pure; spec/transactional.md §3).
+
+    The reading's ``retry_after_seconds`` (the oldest counted row leaves the window: the earliest time
+    alone can change the answer; exactly when a volume breaker one over its limit clears), held within
+    ``[budgets.BREAKER_RECHECK_MIN_SECONDS, budgets.BREAKER_RECHECK_SECONDS]``: the ceiling bounds the wait
+    for a clearing the reading cannot foresee (a limit raised, deliveries lowering a rate), the floor keeps
+    a breaker far over its limit from bringing its sends back on every sweep. A reading without a retry
+    time gets the ceiling.
+    """
+    retry = reading.retry_after_seconds
+    if retry is None:
+        return budgets.BREAKER_RECHECK_SECONDS
+    return min(budgets.BREAKER_RECHECK_SECONDS, max(budgets.BREAKER_RECHECK_MIN_SECONDS, int(retry)))
+
+
+def recheck_sentence(reading: breakers.Reading, recheck_at: datetime) -> str:
+    """The gated send's ``last_error``: the reading's sentence and when the node asks again (UTC)."""
+    when = utc(recheck_at).isoformat(timespec="seconds")
+    return f"{reading.sentence} The node asks the breakers again at {when}."
+
+
 def record_rate_limited(conn: Connection, *, org_id: str, manifest_id: str, mailbox_id: str,
                         reading: breakers.Reading, now: datetime, at: Literal["seal", "dispatch"],
                         guard: ColumnElement[bool] | None) -> bool:
     """Gate a send behind a tripped rate and audit ``send.rate_limited``, on the transition only.
 
     ``at="seal"`` with ``guard=None``: the seal inserted the manifest already gated; only the entry is
-    written. ``at="dispatch"``: one conditional UPDATE to ``awaiting/<reason>`` guarded by ``guard`` (the
-    caller's ``movable_now``) and by not already waiting for the same reason; recipients that have not left
-    follow; the entry is written only when the UPDATE matched. Returns True when an entry was written.
+    written. ``at="dispatch"``: the send leaves every sweep query until ``now +
+    recheck_after_seconds(reading)`` (its ``release_at``), in two conditional UPDATEs guarded by ``guard``
+    (the caller's ``movable_now``): a send already waiting for this reason gets only the recheck time and a
+    fresh ``last_error`` (no entry); any other send moves to ``awaiting/<reason>`` with the recheck time,
+    its recipients that have not left follow, and the entry is written. Returns True when an entry was
+    written (the transition); False for a recheck, or when ``guard`` no longer matched (another worker
+    moved it). ``now`` is aware UTC.
     """
+    detail = rate_limited_detail(reading, mailbox_id=mailbox_id, at=at)
     if guard is not None:
         m = send_manifests.c
+        recheck_at = now + timedelta(seconds=recheck_after_seconds(reading))
+        sentence = recheck_sentence(reading, recheck_at)
+        waiting = and_(m.state == "awaiting", m.state_reason == reading.reason)
+        rechecked = conn.execute(update(send_manifests)
+                                 .where(m.id == manifest_id, guard, waiting)
+                                 .values(release_at=recheck_at, last_error=sentence))
+        if rechecked.rowcount == 1:
+            return False
         done = conn.execute(update(send_manifests)
-                            .where(m.id == manifest_id, guard,
-                                   not_(and_(m.state == "awaiting", m.state_reason == reading.reason)))
+                            .where(m.id == manifest_id, guard, not_(waiting))
                             .values(state="awaiting", state_reason=reading.reason, state_at=now,
-                                    last_error=reading.sentence))
+                                    release_at=recheck_at, last_error=sentence))
         if done.rowcount != 1:
             return False
         r = send_recipients.c
         conn.execute(update(send_recipients)
                      .where(r.manifest_id == manifest_id, r.submission_state.in_(_NOT_YET_LEFT))
                      .values(submission_state="awaiting", submission_state_at=now))
+        detail["recheck_at"] = utc(recheck_at).isoformat()
     audit.append(conn, org_id=org_id, at=now, action="send.rate_limited", actor_id=None, subject=manifest_id,
-                 detail=rate_limited_detail(reading, mailbox_id=mailbox_id, at=at))
+                 detail=detail)
     return True

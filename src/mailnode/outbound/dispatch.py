@@ -8,14 +8,16 @@
    domain pause, the approval (revoked, expired, an approver no longer eligible) and the policy
    re-evaluated for every send (stricter than the bound outcome: ``policy_stricter``) withhold with
    their reason, recipients following; a tripped rate breaker gates the send ``awaiting/breaker_*``
-   (``record_rate_limited`` guarded by ``movable_now`` and by not already waiting for that reason, so
-   ``send.rate_limited`` is written on the transition only, however many sweeps find it still tripped);
+   (``record_rate_limited`` guarded by ``movable_now``: it writes the send's recheck time, ``release_at`` =
+   now + ``gatefacts.recheck_after_seconds`` of the reading, every time it finds the send gated, and
+   ``send.rate_limited`` on the transition only, however many sweeps find it still tripped);
    then the sealed bytes are still in the evidence store unaltered (else ``withheld/evidence_changed``).
    Refusals come before the rate gate: a refusal says never and a gate says wait, so gating a send that
    will be refused anyway only delays the reason a person must act on (the reference asked the rates
    first; mailnode keeps governance's order, spec/outbound.md §1.7 notwithstanding). A send gated here
-   drains by itself: ``movable_now`` re-admits ``awaiting/breaker_*`` and the next sweep asks again;
-   policy and approval gates never reach this function;
+   drains by itself: it leaves every sweep query until its recheck time, then ``movable_now`` re-admits
+   ``awaiting/breaker_*`` and the sweep asks again (spec/transactional.md §3: a row a sweep reads leaves
+   every sweep query); policy and approval gates never reach this function;
 3. claim: one conditional update to ``outcome_unknown`` (attempts + 1, a lease, ``state_reason`` cleared,
    ``first_attempt_at`` set once and never moved, a claim token); losing the race is not an error;
 4. per recipient that ``states.recipient_submittable`` allows: mark the row ``outcome_unknown`` (attempts
@@ -54,13 +56,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, and_, case, func, or_, select, update
 from ulid import ULID
 
 from mailnode import audit, budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError
-from mailnode.governance import gatefacts
+from mailnode.governance import breakers, gatefacts
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
 from mailnode.notify import provider_io
@@ -342,14 +344,23 @@ def capabilities_of(node: Node) -> TransportCapabilities:
         asyncio.run(transport.aclose())
 
 
+#: ``state_reason`` of sends whose turn in a batch is a recheck of a rate breaker, not a hand-over (every
+#: breaker's reason, ``governance.breakers.REASON_OF``).
+_BREAKER_RECHECKS = tuple(sorted(breakers.REASON_OF.values()))
+
+
 def due_ids(node: Node, limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None,
             transport_name: str | None = None) -> list[str]:
-    """Ids of correspondence movable now, oldest ``release_at`` first, at most ``limit`` (two statements:
-    the provider breaker, then the sends).
+    """Ids of correspondence movable now, at most ``limit`` (two statements: the provider breaker, then
+    the sends): sends that may go first, oldest ``release_at`` first; then sends waiting behind a rate
+    breaker whose recheck time has come, oldest first.
 
     Only correspondence: realtime mail goes inside its request and deferrable mail through the notify
     sweeper (``notify.classes.DeliveredBy``), each under its own rules. While the breaker refuses
     correspondence, sends waiting ``awaiting/provider_unavailable`` are not read (``movable_now``).
+    Rechecks come last so that one organisation's tripped breaker, however many sends it gates, never
+    takes a batch's place from another organisation's mail (each recheck moves the send's ``release_at``
+    past ``now``, so the rechecks themselves take turns too).
     """
     now = node.clock.now()
     with node.read() as conn:
@@ -360,7 +371,9 @@ def due_ids(node: Node, limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: li
     if mailbox_ids is not None:
         q = q.where(send_manifests.c.mailbox_id.in_(mailbox_ids))
     with node.read() as conn:
-        return [r.id for r in conn.execute(q.order_by(send_manifests.c.release_at).limit(limit)).all()]
+        recheck = case((send_manifests.c.state_reason.in_(_BREAKER_RECHECKS), 1), else_=0)
+        q = q.order_by(recheck, send_manifests.c.release_at, send_manifests.c.id).limit(limit)
+        return [r.id for r in conn.execute(q).all()]
 
 
 def recover_one(conn: Connection, row: Any, now: datetime, dedup_open: bool) -> bool:

@@ -5,6 +5,11 @@ A send may move when its ``release_at`` has passed and it is ``held`` (sealed, h
 gate that time drains (``states.TIME_DRAINED_REASONS``: the rate breakers and the provider gate, asked
 again at the claim). Policy, approval and Butler-release gates never move by time.
 
+A send a rate breaker gates carries its recheck time in ``release_at`` (written by
+``governance.gatefacts.record_rate_limited`` each time a hand-over finds it still gated), so it is not
+movable again until the breaker may have cleared: a sweep that reads it writes it out of every sweep
+query (spec/transactional.md §3, "every document the sweep finds leaves by a door").
+
 ``movable_now_sql(now)`` is the predicate as a SQL expression over ``send_manifests``; the sweep, the
 claim, the withhold and every other gated write put it in their ``WHERE``. ``movable_now(...)`` is its
 pure twin, for tests and for explaining a row; a test checks that the two agree on every state.
