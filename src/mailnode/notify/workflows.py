@@ -17,17 +17,21 @@ from mailnode.notify import sweeper
 
 
 def sweeper_cron(seconds: int) -> str:
-    """A six-field cron firing every ``seconds``: 1..59 dividing 60, or whole minutes dividing 60.
+    """A six-field cron (seconds first) firing every ``seconds``: 1..59 seconds dividing 60, or whole minutes
+    dividing 60 (60 s .. 3600 s, so 3600 is hourly, on the hour).
 
-    Raises ``E_SETTING_MALFORMED`` (422) otherwise (an impossible cron kills DBOS's scheduler thread).
+    Raises ``E_SETTING_MALFORMED`` (422) otherwise: a cron that cannot keep an even interval would sweep
+    unevenly, and an impossible one kills DBOS's scheduler thread (spec/dbos.md).
     """
     if 1 <= seconds <= 59 and 60 % seconds == 0:
         return f"*/{seconds} * * * * *"
     minutes, rest = divmod(seconds, 60)
+    if rest == 0 and minutes == 60:
+        return "0 0 * * * *"
     if rest == 0 and 1 <= minutes <= 59 and 60 % minutes == 0:
         return f"0 */{minutes} * * * *"
     raise invalid("E_SETTING_MALFORMED", f"sweeper_interval_seconds = {seconds} cannot be a schedule.",
-                  "The sweeper fires every N seconds (N divides 60) or every N minutes (N divides 60).",
+                  "The sweeper fires every N seconds or every N minutes, where N divides 60 (up to hourly, 3600).",
                   "Set sweeper_interval_seconds to e.g. 30, 60, 300 or 600.", setting="sweeper_interval_seconds",
                   value=seconds)
 
