@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.governance import approvals, breakers
+from mailnode.governance import approvals, breakers, gatefacts
 from mailnode.governance.matching import shortfall
 from mailnode.governance.policy import (
     RANK,
@@ -162,3 +163,42 @@ def test_breaker_reasons_are_send_reasons() -> None:
         states.StateReason(token)
     for state in (effects.AWAITING, effects.HELD, effects.WITHHELD):
         states.SendState(state)
+
+
+NOW = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
+MIN_S = budgets.BREAKER_RECHECK_MIN_SECONDS
+MAX_S = budgets.BREAKER_RECHECK_SECONDS
+
+
+def _volume(oldest_age: int | None) -> breakers.Reading:
+    oldest = None if oldest_age is None else NOW - timedelta(seconds=oldest_age)
+    return breakers.read_volume(observed=2, limit=1, oldest=oldest, now=NOW)
+
+
+def _bounce(oldest_age: int) -> breakers.Reading:
+    return breakers.read_rate(breakers.Breaker.BOUNCE_RATE, observed=10, observations=20, max_percent=30,
+                              min_observations=20, oldest=NOW - timedelta(seconds=oldest_age), now=NOW,
+                              basis="events")
+
+
+@pytest.mark.parametrize("reading, seconds", [
+    # The oldest hand-over leaves the window in 2 minutes: asked again exactly then.
+    (_volume(3600 - 120), 120),
+    # Within a few seconds: the floor, so a breaker far over its limit does not come back every sweep.
+    (_volume(3600 - 5), MIN_S),
+    (_volume(3600 - MIN_S), MIN_S),
+    # The window clears in an hour: the ceiling, for a clearing no reading foresees (a limit raised).
+    (_volume(0), MAX_S),
+    (_volume(3600 - MAX_S), MAX_S),
+    # A rate: the earliest it can fall is hours away, and deliveries can lower it sooner: the ceiling.
+    (_bounce(60), MAX_S),
+    (_bounce(breakers.WINDOW_SECONDS[breakers.Breaker.BOUNCE_RATE] - 90), 90),
+    # No counted row at all (cannot trip, but fail closed): the ceiling.
+    (_volume(None), MAX_S),
+])
+def test_a_gated_send_is_asked_again_after_the_reading_within_the_bounds(reading: breakers.Reading,
+                                                                         seconds: int) -> None:
+    assert gatefacts.recheck_after_seconds(reading) == seconds
+    assert MIN_S <= seconds <= MAX_S
+    # Never before the next dispatch sweep, never later than a small part of the shortest window.
+    assert budgets.DISPATCH_SWEEP_INTERVAL_SECONDS < MIN_S <= MAX_S < budgets.BREAKER_VOLUME_WINDOW_SECONDS

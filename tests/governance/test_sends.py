@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, or_, select
 
+from mailnode import budgets
 from mailnode.audit import audit_entries
 from mailnode.budgets import APPROVAL_SEND_EXPIRY_SECONDS, GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS
+from mailnode.clock import utc
 from mailnode.directory.tables import relationship_tuples
 from mailnode.governance import breakers, gatefacts
 from mailnode.governance.tables import breaker_limits
@@ -159,16 +162,47 @@ def test_many_sweeps_over_a_rate_gated_send_write_one_entry(world: World) -> Non
                                                     updated_by=world.admin.id, updated_at=world.node.clock.now()))
     world.handed_over(2)
     mid, _ = world.manifest(state="held")
+    first = world.node.clock.now()
+    written: list[bool] = []
     for _ in range(5):
         rf = recheck(world, mid, "allow")
         assert rf.withhold_reason is None and rf.rate_gate is not None
         assert rf.rate_gate.breaker is breakers.Breaker.VOLUME
         with world.node.begin() as conn:
-            gatefacts.record_rate_limited(conn, org_id=world.org_id, manifest_id=mid, mailbox_id=world.i.mailbox_id,
-                                          reading=rf.rate_gate, now=world.node.clock.now(), at="dispatch",
-                                          guard=movable(world.node.clock.now()))
+            written.append(gatefacts.record_rate_limited(
+                conn, org_id=world.org_id, manifest_id=mid, mailbox_id=world.i.mailbox_id, reading=rf.rate_gate,
+                now=world.node.clock.now(), at="dispatch", guard=movable(world.node.clock.now())))
         world.node.clock.advance(5)
+    assert written == [True, False, False, False, False]
     assert send_state(world, mid) == ("awaiting", "breaker_volume", {"awaiting"})
     with world.node.read() as conn:
         entries = conn.execute(select(audit_entries).where(audit_entries.c.action == "send.rate_limited")).all()
+        release_at = conn.execute(select(send_manifests.c.release_at).where(send_manifests.c.id == mid)).scalar_one()
     assert len(entries) == 1 and entries[0].subject == mid
+    # The recheck time was written once, by the first call; the guard kept the later ones from moving it.
+    assert utc(release_at) == first + timedelta(seconds=budgets.BREAKER_RECHECK_SECONDS)
+
+
+def test_a_recheck_writes_the_next_recheck_time_and_no_entry(world: World) -> None:
+    with world.node.begin() as conn:
+        conn.execute(breaker_limits.insert().values(org_id=world.org_id, volume_max_recipients=1,
+                                                    updated_by=world.admin.id, updated_at=world.node.clock.now()))
+    world.handed_over(2)
+    # Sealed already gated: the seal wrote its entry; a hand-over that finds it still gated only rechecks.
+    gated_at = world.node.clock.now()
+    mid, _ = world.manifest(state="awaiting", reason="breaker_volume")
+    now = world.node.clock.advance(10)
+    rf = recheck(world, mid, "allow")
+    assert rf.rate_gate is not None
+    with world.node.begin() as conn:
+        wrote = gatefacts.record_rate_limited(conn, org_id=world.org_id, manifest_id=mid,
+                                              mailbox_id=world.i.mailbox_id, reading=rf.rate_gate, now=now,
+                                              at="dispatch", guard=movable(now))
+    assert wrote is False
+    with world.node.read() as conn:
+        row = conn.execute(select(send_manifests).where(send_manifests.c.id == mid)).one()
+        entries = conn.execute(select(audit_entries).where(audit_entries.c.action == "send.rate_limited")).all()
+    recheck_at = now + timedelta(seconds=budgets.BREAKER_RECHECK_SECONDS)
+    assert utc(row.release_at) == recheck_at and entries == []
+    assert (row.state, row.state_reason, utc(row.state_at)) == ("awaiting", "breaker_volume", gated_at)
+    assert row.last_error.endswith(f"The node asks the breakers again at {recheck_at.isoformat(timespec='seconds')}.")
