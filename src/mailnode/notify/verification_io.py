@@ -9,6 +9,11 @@ cooldown with its code cleared (``after_send_failed``) and answers the vague 503
 ``verify_code``: ``verification.verify`` decides; its record is written (or deleted on success) and the
 attempt it spent is committed before a refusal is raised. The address is marked verified only if it is
 still the person's contact address. ``contact_json`` is what ``GET /api/me`` shows.
+
+Concurrency: both write transactions first lock the person's ``users`` row (``lock_person``; ``FOR
+UPDATE`` on PostgreSQL, the ``BEGIN IMMEDIATE`` write lock on SQLite) and decide on the record read under
+that lock. So requests fired in parallel cannot each pass the cooldown (one code, one provider request),
+and guesses fired in parallel cannot each spend the same attempt (at most ``max_attempts`` guesses per code).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode import audit
+from mailnode.directory.tables import users
 from mailnode.errors import MailnodeError
 from mailnode.ids import prefix_of
 from mailnode.node import Node
@@ -47,6 +53,13 @@ def not_a_person(principal_id: str) -> MailnodeError:
     return MailnodeError(code="E_NOT_A_PERSON", what="Only a person has a contact address.",
                          why=f"{principal_id} is not a user.", fix="Call this route with a user's token.",
                          status=403, detail={"principal_id": principal_id})
+
+
+def lock_person(conn: Connection, user_id: str) -> None:
+    """Lock the person's ``users`` row for the rest of this write transaction (``FOR UPDATE`` on PostgreSQL;
+    on SQLite the write transaction's ``BEGIN IMMEDIATE`` already serialises writers). The row always exists,
+    unlike the verification record, so the first request of a person is serialised too."""
+    conn.execute(select(users.c.id).where(users.c.id == user_id).with_for_update())
 
 
 def read_record(conn: Connection, user_id: str) -> VerificationRecord | None:
@@ -103,13 +116,15 @@ def request_code(node: Node, *, org_id: str, user_id: str, address: str) -> dict
         sender = system_sender(conn, org_id, node.settings)
     decision = may_request(record, status, now, limits=limits)
     provider_io.emit(decision.logs)
-    if decision.outcome is not RequestOutcome.ALLOWED:
-        error = error_for(decision.outcome, retry_after_seconds=decision.retry_after_seconds)
-        if error is not None:
-            raise error
+    _refuse_unless_allowed(decision.outcome, decision.retry_after_seconds)
     code = mint_code()
     issued = issue(user_id, normalised, code, now, secret=node_secret(node.settings))
     with node.begin() as conn:
+        # Decide again on the record read under the person's lock: a parallel request may have armed the
+        # cooldown since the read above (its logs were emitted once, above).
+        lock_person(conn, user_id)
+        again = may_request(read_record(conn, user_id), status, now, limits=limits)
+        _refuse_unless_allowed(again.outcome, again.retry_after_seconds)
         _set_contact(conn, org_id, user_id, normalised, now)
         write_record(conn, org_id, issued)
         audit.append(conn, org_id=org_id, at=now, action="contact_email.code_requested", actor_id=user_id,
@@ -135,6 +150,16 @@ def request_code(node: Node, *, org_id: str, user_id: str, address: str) -> dict
                               "expires_at": issued.expires_at.isoformat() if issued.expires_at else None}}
 
 
+def _refuse_unless_allowed(outcome: RequestOutcome, retry_after_seconds: int | None) -> None:
+    """Raise the outcome's error (``retry_after_seconds`` in its detail only when there is one)."""
+    if outcome is RequestOutcome.ALLOWED:
+        return
+    detail = {} if retry_after_seconds is None else {"retry_after_seconds": retry_after_seconds}
+    error = error_for(outcome, **detail)
+    if error is not None:
+        raise error
+
+
 def verify_code(node: Node, *, org_id: str, user_id: str, code: str) -> dict[str, Any]:
     """Check ``code``; on success the contact address is verified (if it is still the contact address).
 
@@ -145,6 +170,7 @@ def verify_code(node: Node, *, org_id: str, user_id: str, code: str) -> dict[str
         raise not_a_person(user_id)
     now = node.clock.now()
     with node.begin() as conn:
+        lock_person(conn, user_id)
         record = read_record(conn, user_id)
         result = verify(record, code, now, secret=node_secret(node.settings))
         if result.outcome is VerifyOutcome.VERIFIED:
