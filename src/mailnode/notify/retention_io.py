@@ -170,7 +170,7 @@ def read_content(node: Node, *, source_id: str, digest: str) -> bytes:
     holds (a blob shared with content still retained is not this content any more), else the store's
     ``E_EVIDENCE_MISSING`` / ``E_EVIDENCE_ALTERED`` (500). The blob is read before the ledger: the sweep
     commits ``purged_at`` before it removes a blob, so a blob found missing because retention removed it
-    always finds its purge record. One statement besides the file read.
+    always finds its purge record. One statement besides the file read. spec/transactional.md §5.
     """
     read_error: MailnodeError | None = None
     data = b""
