@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.notify.provider import BreakerState, PauseKind, ProviderStatus
+from mailnode.notify.provider import BreakerState, PauseKind, ProviderStatus, may_send
 from mailnode.notify.sweeper_rules import (
     DEFAULT_RULES,
     NOTIFY_AUTHOR,
@@ -26,7 +26,8 @@ from mailnode.notify.sweeper_rules import (
     lease_until_for,
     pass_plan,
 )
-from mailnode.outbound.states import SendState
+from mailnode.outbound.movable import movable_now
+from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
 
 T0 = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 OPEN = ProviderStatus("resend")
@@ -231,16 +232,60 @@ def test_a_ceiling_holds_deferrable_mail_only_at_the_limit() -> None:
     assert verdict(row(), T0 + H, at_100) is SweepVerdict.HOLD_FOR_PROVIDER
 
 
+#: How each verdict leaves the sweep queries (spec/transactional.md §3, "every document the sweep finds
+#: leaves by a door"). Total over ``SweepVerdict``; ``test_every_row_read_leaves_by_a_door`` checks each
+#: door's promise, and tests/notify_io/test_sweep_doors.py checks the writes against the real queries.
+DOORS: dict[SweepVerdict, str] = {
+    # Dispatch claims it under a lease and hands it over, or, when a rate breaker still gates it, writes
+    # its recheck time (release_at) so movable_now, and with it the re-drive query, stops matching it.
+    SweepVerdict.SEND: "claimed, or written its breaker recheck time",
+    # The only skip: another worker's live lease, which ends within the lease.
+    SweepVerdict.SKIP_LEASED: "another worker holds it",
+    # The provider refuses this class for every row the query can return: the pass stops sending there.
+    SweepVerdict.HOLD_FOR_PROVIDER: "the pass ends",
+    SweepVerdict.GIVE_UP: "written out",
+    SweepVerdict.TO_PERSON: "written out",
+    SweepVerdict.REFUSE_REALTIME: "written out",
+    SweepVerdict.QUARANTINE: "written out",
+    # Settled states, which no sweep query selects.
+    SweepVerdict.NOT_SWEPT: "never selected",
+}
+#: States no sweep query selects (``sweeper._PENDING`` are the others).
+SETTLED = ("cancelled", "withheld", "refused", "suppressed", "handed_over")
+
+
+@pytest.mark.parametrize("v", list(SweepVerdict))
+def test_every_verdict_has_a_door(v: SweepVerdict) -> None:
+    assert v in DOORS
+    assert (DOORS[v] == "written out") is (WRITE_OF_VERDICT[v] is not None)
+
+
+@pytest.mark.parametrize("lease", [None, T0 + 2 * H])
+@pytest.mark.parametrize("status", [OPEN, SHUT], ids=["open", "shut"])
 @pytest.mark.parametrize("state", [s.value for s in SendState])
 @pytest.mark.parametrize("mail_class", ["correspondence", "realtime", "deferrable"])
-def test_every_row_read_leaves_by_a_door(state: str, mail_class: str) -> None:
-    # Unless leased, a row either sends, holds the pass for the provider, or is written out of every
-    # sweep query; ``not_swept`` only for states no sweep query selects.
-    decision = decide_row(row(state=state, mail_class=mail_class), OPEN, T0 + H)
-    if decision.verdict is SweepVerdict.NOT_SWEPT:
-        assert state in ("cancelled", "withheld", "refused", "suppressed", "handed_over")
-    elif decision.verdict is not SweepVerdict.SEND:
-        assert decision.write is not None
+def test_every_row_read_leaves_by_a_door(state: str, mail_class: str, status: ProviderStatus,
+                                         lease: datetime | None) -> None:
+    at = T0 + H
+    decision = decide_row(row(state=state, mail_class=mail_class, lease_until=lease), status, at)
+    door = DOORS[decision.verdict]
+    assert (door == "another worker holds it") is lease_live(lease, at)
+    if door == "another worker holds it":
+        assert decision.write is None
+    elif door == "never selected":
+        assert state in SETTLED
+    elif door == "the pass ends":
+        assert not may_send(status, mail_class, at).allowed
+    elif door == "written out":
+        write = decision.write
+        assert write is not None
+        # Out of the re-drive (movable_now, or an ambiguous send with no reason), of the age-out query
+        # (a waiting state, or outcome_unknown with no reason) and of the stranded query (lease cleared).
+        assert not movable_now(write.state.value, write.reason.value, T0, at + 30 * 24 * H)
+        assert write.state in (SendState.WITHHELD, SendState.OUTCOME_UNKNOWN)
+        assert STATE_OF_REASON[StateReason(write.reason.value)] is write.state
+    else:
+        assert decision.verdict is SweepVerdict.SEND and decision.write is None
 
 
 @pytest.mark.parametrize("v", list(SweepVerdict))

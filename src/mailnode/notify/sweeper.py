@@ -12,9 +12,13 @@ A pass, in order (``sweeper_rules.pass_plan`` first):
 
 For every row ``sweeper_rules.decide_row`` gives the verdict; each verdict but ``skip_leased`` either hands
 the send over under a claim or writes a state that takes it out of every sweep query (a stranded claim
-whose send may still go is released to ``held``, lease cleared). Writes are guarded (the claim token, or
-the state read), so two sweepers racing write once. Queries page by id with a cursor, so a page of
-leased rows never reads as an empty queue. Realtime mail is refused, never re-driven.
+whose send may still go is released to ``held``, lease cleared). A send handed to ``dispatch.dispatch_one``
+that a rate breaker still gates is written its recheck time (``release_at``; it leaves ``movable_now`` and
+so the re-drive query until then), and ``hold_for_provider`` ends the pass's sending at the first row it
+meets (the provider refuses that class for every row the query returns). Writes are guarded (the claim
+token, the state read, or ``movable_now``), so two sweepers racing write once. Queries page by id with a
+cursor, so a page of leased rows never reads as an empty queue. Realtime mail is refused, never re-driven.
+``sweep_queries`` names every query a pass reads rows with (for tests of that property).
 """
 
 from __future__ import annotations
@@ -218,6 +222,14 @@ def _send_where(now: datetime) -> ColumnElement[bool]:
     m = send_manifests.c
     ambiguous = and_(m.state == SendState.OUTCOME_UNKNOWN.value, m.lease_until.is_(None), m.state_reason.is_(None))
     return and_(m.mail_class == MailClass.DEFERRABLE.value, or_(movable_now_sql(now), ambiguous))
+
+
+def sweep_queries(node: Node, now: datetime) -> dict[str, ColumnElement[bool]]:
+    """Every predicate over ``send_manifests`` a pass at ``now`` reads rows with, by name: ``stranded``
+    (lapsed claims), ``age_out`` (past the give-up age) and ``send`` (the re-drive). A row a pass read and
+    did not hand over matches none of them afterwards unless another worker holds it under a live lease
+    (spec/transactional.md §3)."""
+    return {"stranded": lease_expired_sql(now), "age_out": _age_out_where(node, now), "send": _send_where(now)}
 
 
 async def _redrive(node: Node, status: ProviderStatus, rules: SweepRules, transport: Transport, now: datetime,

@@ -3,9 +3,13 @@
 spec/transactional.md §3 (seed 002, "The sweeper" and "Every document the sweep finds leaves by a door").
 A pass first writes retention (always: it costs no quota and matters most during an outage), then ages out
 what is past the give-up age, then, only when the provider breaker lets it, re-drives mail. For each row
-``decide_row`` answers with one ``SweepVerdict``, and every verdict but ``skip_leased`` and ``not_swept``
-carries a write that takes the row out of every sweep query (or hands it to the transport under a lease),
-so an unordered, limited query never reads the same row forever.
+``decide_row`` answers with one ``SweepVerdict``, and every verdict leaves by a door, so an unordered,
+limited query never reads the same row forever: ``give_up``, ``to_person``, ``refuse_realtime`` and
+``quarantine`` carry a write that takes the row out of every sweep query; ``send`` hands it to dispatch,
+which claims it under a lease or, when a rate breaker still gates it, writes its recheck time
+(``release_at``, out of ``movable_now`` until then); ``hold_for_provider`` ends the pass's sending (the
+provider refuses that class for every row the query can return); ``skip_leased`` leaves a row another
+worker holds under a live lease; ``not_swept`` is for settled states, which no sweep query selects.
 
 The three refusals: realtime mail is never swept; an ambiguous failure (the provider may have taken it) is
 re-driven only inside the transport's idempotency window measured from the first use of its key
