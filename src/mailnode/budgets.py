@@ -310,9 +310,19 @@ NOTICE_BREAKER_EPISODE_QUIET_SECONDS = 3600
 #: Audit entries, delivery events and unsealed notices the notice sweep reads per organisation per pass;
 #: the rest wait for the next pass behind its cursor. Sized: a pass stays one short transaction per page.
 NOTICE_SWEEP_PAGE_MAX = 200
-#: Seconds between notice sweeps (DBOS schedule; must divide 60, ``server.every_seconds_cron``). Sized: half
-#: a minute, so a person hears of an approval or a pause within about the dispatch sweep's own cadence.
+#: Default seconds between notice sweeps (``Settings.notice_sweep_interval_seconds``, a DBOS schedule of the
+#: values the sweeper's interval accepts; ``notice_workflows.notice_sweep_cron``). Sized: half a
+#: minute, so a person hears of an approval or a pause within about the dispatch sweep's own cadence.
 NOTICE_SWEEP_INTERVAL_SECONDS = 30
+#: A notice whose seal was refused (a 4xx ``MailnodeError``, e.g. an address the seal refuses) is tried
+#: again this many seconds after the refusal, doubling per refusal up to NOTICE_SEAL_RETRY_MAX_SECONDS
+#: (``notices.seal_retry_delay_seconds``). Sized: the base is the default sweep interval, so the first
+#: retry is the next pass.
+NOTICE_SEAL_RETRY_BASE_SECONDS = 30
+#: The longest wait between two tries of a refused notice. Sized: a day, so a notice refused for good
+#: (each try is one ``notice.seal_failed`` audit entry) adds one entry a day instead of one every pass,
+#: while a person who fixes the cause (their contact address, the system sender) is heard within a day.
+NOTICE_SEAL_RETRY_MAX_SECONDS = 86_400
 #: Deciders (holders of ``approval.decide`` on the held mailbox, other than the one asking) who must
 #: approve lifting a legal hold (reference: LIFT_STAGES = [2], spec/outbound.md §6.2).
 HOLD_LIFT_APPROVERS = 2

@@ -100,6 +100,8 @@ class Settings(BaseSettings):
     sweeper_max_attempts: int = budgets.SWEEPER_MAX_ATTEMPTS
     #: Seconds a sweeper or dispatch claim is leased for before another worker may recover it.
     sweeper_lease_seconds: int = budgets.DISPATCH_LEASE_SECONDS
+    #: Seconds between notice sweeps (DBOS schedule): the values ``sweeper_interval_seconds`` accepts.
+    notice_sweep_interval_seconds: int = budgets.NOTICE_SWEEP_INTERVAL_SECONDS
 
     @field_validator("trusted_authserv_ids", mode="before")
     @classmethod

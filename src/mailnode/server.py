@@ -14,7 +14,7 @@ from contextlib import ExitStack
 
 import uvicorn
 
-from mailnode import budgets, runtime
+from mailnode import runtime
 from mailnode.api.app import create_app
 from mailnode.config import Settings
 from mailnode.errors import invalid
@@ -35,6 +35,7 @@ def run_server(settings: Settings) -> None:
     every_seconds_cron(settings.materialise_scan_interval_seconds, "materialise_scan_interval_seconds")
     every_seconds_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")
     notify_workflows.sweeper_cron(settings.sweeper_interval_seconds)
+    notice_workflows.notice_sweep_cron(settings.notice_sweep_interval_seconds)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with ExitStack() as stack:
         node = Node.open(settings)
@@ -92,5 +93,5 @@ def apply_schedules(settings: Settings) -> None:
         {"schedule_name": "notify-sweeper", "workflow_fn": notify_workflows.scheduled_sweeper,
          "schedule": notify_workflows.sweeper_cron(settings.sweeper_interval_seconds)},
         {"schedule_name": "notice-sweep", "workflow_fn": notice_workflows.scheduled_notice_sweep,
-         "schedule": every_seconds_cron(budgets.NOTICE_SWEEP_INTERVAL_SECONDS, "NOTICE_SWEEP_INTERVAL_SECONDS")},
+         "schedule": notice_workflows.notice_sweep_cron(settings.notice_sweep_interval_seconds)},
     ])
