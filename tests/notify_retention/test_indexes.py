@@ -49,7 +49,7 @@ def test_the_blob_reference_check_reads_each_digest_column_by_index(node: Node) 
 
 
 def test_the_sweepers_age_out_query_reads_by_mail_class_and_age(node: Node) -> None:
-    q = (select(send_manifests).where(sweeper._age_out_where(node, node.clock.now()))
+    q = (select(send_manifests).where(sweeper.sweep_queries(node, node.clock.now())["age_out"])
          .order_by(send_manifests.c.id).limit(50))
     plan = _plan(node, q)
     assert "ix_send_manifests_age_out" in plan, plan
