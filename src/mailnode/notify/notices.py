@@ -7,11 +7,18 @@ a sweeper pass, a retried workflow or two workers cannot tell a person the same 
 trip notifies administrators once per trip episode (``advance_trip_episode``). A delivery report or a
 failure about a notice never produces another notice (``notice_for_failure``): a notice to an address
 that bounces is recorded as an event and nothing more, so four bouncing notices are four events and zero
-new notices. Pure: no I/O.
+new notices.
+
+Also decided here: which audit entry about a send is a failure a person must hear of
+(``failure_of_audit``: ``decision_needed`` for a send left ``outcome_unknown`` that nothing re-drives),
+who an open approval stage asks (``stage_deciders``), whether a seal error is the notice's own
+(``seal_refused_the_notice``) and when a notice whose seal was refused is tried again
+(``seal_retry_delay_seconds``). Pure: no I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -20,6 +27,7 @@ from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.ids import prefix_of
 from mailnode.notify.classes import MailClass, parse_mail_class
+from mailnode.outbound.states import StateReason
 
 
 class NoticeKind(StrEnum):
@@ -183,6 +191,95 @@ def notice_for_failure(facts: FailureFacts) -> NoticeRequest | None:
     if facts.author_id is None or prefix_of(facts.author_id) not in ("usr", "btl"):
         return None
     return NoticeRequest(NoticeKind.SEND_FAILED, facts.send_id, Audience.AUTHOR, failure)
+
+
+#: The audit actions that record a send's failure, read by the notice sweep (``failure_of_audit``).
+FAILURE_ACTIONS: tuple[str, ...] = ("send.refused", "send.withheld", "send.outcome_unknown")
+
+
+def failure_of_audit(action: str, reason: str | None, mail_class: str | None) -> SendFailure | None:
+    """The failure an audit entry about a send records, or None when it records none a person must hear of.
+
+    ``reason`` is the entry's ``detail.reason`` (None when absent); ``mail_class`` the send's stored class.
+
+    | action | reason | class | failure |
+    |---|---|---|---|
+    | ``send.refused`` | any | any | ``refused`` |
+    | ``send.withheld`` | ``gave_up`` | any | ``gave_up`` |
+    | ``send.withheld`` | anything else | any | ``withheld`` |
+    | ``send.outcome_unknown`` | ``dedup_window_closed`` | any | ``decision_needed`` (the sweeper's ``to_person``) |
+    | ``send.outcome_unknown`` | none | ``correspondence`` | ``decision_needed`` |
+    | ``send.outcome_unknown`` | none | ``deferrable``, ``realtime``, unknown | None |
+    | ``send.outcome_unknown`` | any other | any | None |
+    | anything else | | | None |
+
+    Correspondence left ``outcome_unknown`` after a hand-over (``outbound.dispatch._finish``) or a recovered
+    claim (``dispatch.recover_one``, which writes ``send.outcome_unknown`` only when no recipient may be
+    re-driven) is never re-driven automatically: ``dispatch.due_ids`` takes only ``movable_now``
+    correspondence (held, throttled, drained gates; never ``outcome_unknown``) and the sweeper's re-drive
+    query takes only deferrable mail. So only a person can decide it. Deferrable mail left
+    ``outcome_unknown`` without a reason is the sweeper's to retry inside its key's window; when the window
+    closes the sweeper writes ``dedup_window_closed`` (audited with that reason), and that entry is the
+    notice. Realtime mail and unknown classes produce no notice (``notice_for_failure`` agrees); an unknown
+    reason fails closed (no mail about what mailnode cannot name).
+    """
+    if action == "send.refused":
+        return SendFailure.REFUSED
+    if action == "send.withheld":
+        return SendFailure.GAVE_UP if reason == StateReason.GAVE_UP.value else SendFailure.WITHHELD
+    if action != "send.outcome_unknown":
+        return None
+    if reason == StateReason.DEDUP_WINDOW_CLOSED.value:
+        return SendFailure.DECISION_NEEDED
+    if reason is None and parse_mail_class(mail_class) is MailClass.CORRESPONDENCE:
+        return SendFailure.DECISION_NEEDED
+    return None
+
+
+#: What the ``send_failed`` notice says happened, per failure. Total over ``SendFailure``.
+FAILURE_WORDS: dict[SendFailure, str] = {
+    SendFailure.BOUNCED: "did not reach a recipient: it bounced",
+    SendFailure.REFUSED: "did not go out: the transport refused it",
+    SendFailure.WITHHELD: "did not go out: it was withheld at hand-over",
+    SendFailure.GAVE_UP: "did not go out: nobody could hand it over before the give-up age",
+    SendFailure.DECISION_NEEDED: ("may or may not have gone out, and nothing will retry it by itself: "
+                                  "you decide whether to send it again (a recipient may get it twice) or leave it"),
+}
+
+
+def stage_deciders(holders: Iterable[str], roster: Iterable[str] | None, actor_id: str | None,
+                   decided: Iterable[str]) -> frozenset[str]:
+    """The people an open approval stage asks (spec/outbound.md §6.3): the holders of the kind's relation on
+    the scope (users, teams expanded), within the stage's team ``roster`` when it names one (None: no team),
+    minus the person who asked and minus everyone who already decided this approval (a withdrawn decision
+    still counts: they cannot decide it again, so asking them would be noise).
+    """
+    people = frozenset(holders)
+    if roster is not None:
+        people &= frozenset(roster)
+    return people - {actor_id} - frozenset(decided)
+
+
+def seal_refused_the_notice(status: int) -> bool:
+    """Whether a ``MailnodeError`` of HTTP ``status`` raised by a notice's seal is that notice's own.
+
+    A 4xx is the seal refusing this request (its address, its sender ...): the sweep records it on the
+    notice and goes on with the next one. A 5xx is a defect or the node's own trouble, and anything that is
+    not a ``MailnodeError`` (a database or disk error) is not the notice's fault either: both propagate and
+    end the pass, so the next pass meets them again instead of every notice being marked failed.
+    """
+    return 400 <= status < 500
+
+
+def seal_retry_delay_seconds(failures: int,
+                             base_seconds: int = budgets.NOTICE_SEAL_RETRY_BASE_SECONDS,
+                             max_seconds: int = budgets.NOTICE_SEAL_RETRY_MAX_SECONDS) -> int:
+    """Seconds after its last refused seal before a notice is tried again: 0 for a notice never refused,
+    then ``base_seconds`` doubling per refusal, at most ``max_seconds`` (so a notice refused for good
+    costs one attempt and one audit entry a day, and never sits at the head of a pass)."""
+    if failures <= 0:
+        return 0
+    return min(base_seconds * 2 ** (failures - 1), max_seconds)
 
 
 @dataclass(frozen=True)

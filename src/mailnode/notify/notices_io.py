@@ -2,30 +2,46 @@
 
 Issue 9 "Notices"; spec/transactional.md §1 and §5. One pass per organisation (``sweep_org``):
 
-1. **Facts.** Audit entries after the ``notices_audit`` cursor (``approval.requested``,
-   ``domain.pause_placed``, ``domain.pause_lifted``, ``butler.paused``, and the terminal ``send.refused`` /
-   ``send.withheld`` written at hand-over or by the sweeper), bounced delivery events after the
-   ``notices_events`` cursor, and the rate breakers' readings now (``governance.breakers.evaluate``) folded
-   into each breaker's trip episode (``notices.advance_trip_episode``, ``notice_trip_episodes``).
-2. **Decisions.** ``notices.notice_for_failure`` decides a failure (a notice's own failure, or any
-   auto-submitted mail's, produces nothing: the bounce storm); ``AUDIENCE_OF_KIND`` says who hears of
-   the rest, expanded here to users.
+1. **Facts.** Audit entries after the ``notices_audit`` cursor (``approval.requested``, ``approval.decided``,
+   ``domain.pause_placed``, ``domain.pause_lifted``, ``butler.paused``, and a send's ``send.refused`` /
+   ``send.withheld`` / ``send.outcome_unknown`` written at hand-over, at claim recovery or by the sweeper),
+   bounced delivery events after the ``notices_events`` cursor, and the rate breakers' readings now
+   (``governance.breakers.evaluate``) folded into each breaker's trip episode
+   (``notices.advance_trip_episode``, ``notice_trip_episodes``).
+2. **Decisions.** An approval entry asks the people of the approval's open stage, while it is pending
+   (``open_stage_deciders``, ``notices.stage_deciders``): the first stage when it is requested, each later
+   stage when a decision fills the one before, once per stage (the stage is the episode). A send's entry is
+   a failure or nothing (``notices.failure_of_audit``: a send left ``outcome_unknown`` that nothing will
+   re-drive is ``decision_needed``); ``notices.notice_for_failure`` decides whether its author hears of it
+   (a notice's own failure, or any auto-submitted mail's, produces nothing: the bounce storm);
+   ``AUDIENCE_OF_KIND`` says who hears of the rest, expanded here to users.
 3. **Rows.** One ``notices`` row per (kind, episode, person), unique on ``notices.dedup_key``: a second
    pass, a retried workflow or a second worker writes nothing new.
 4. **Retention.** For every notice not yet delivered (unsealed, or its send still pending),
    ``retention_io.extend`` on the content rows it is about (the half-window floor is retention's).
    This step reads no provider state, so it runs while sending is paused.
-5. **Seal.** Each unsealed notice is sealed as ``deferrable`` system mail (``SealRequest(notice=True)``)
-   from the configured system sender (``notify.sending.system_sender``) to the person's contact address
-   (``contact_addresses``, verified or not; the user's own address when they have none). The manifest's
-   author is the recipient user: ``send_manifests.author_id`` is NOT NULL and the seal audits its author
-   as the actor, and the audit trail names only users, Butlers, applications or the node (``None``). The
-   seal skips its authority check for system mail, so the recipient needs no relation on the system
-   sender's mailbox; the notice's idempotency key is the notice id, so a crash between the seal and the
-   write of ``notices.send_id`` is healed by ``sending.find_by_key`` on the next pass.
+5. **Seal.** Each unsealed notice that is due is sealed as ``deferrable`` system mail
+   (``SealRequest(notice=True)``) from the configured system sender (``notify.sending.system_sender``) to
+   the person's contact address as it is now (``contact_addresses``, verified or not; the user's own
+   address when they have none). The manifest's author is the recipient user (``send_manifests.author_id``
+   is NOT NULL); the seal audits the node as the actor and names the reader as ``notice_for``, and skips
+   its authority check for system mail, so the recipient needs no relation on the system sender's
+   mailbox. The notice's idempotency key is the notice id, so a crash between the seal and the write of
+   ``notices.send_id`` is healed by ``sending.find_by_key`` on the next pass.
 
-Nothing here is caught and dropped: a seal that raises stops the pass (the notice stays unsealed and is
-retried by the next pass) and the error reaches the workflow's log.
+One bad notice does not stop its pass. A seal that refuses a notice (a ``MailnodeError`` with a 4xx
+status, ``notices.seal_refused_the_notice``: an address the seal refuses, a sender that stopped being a
+mailbox address) is recorded on that notice, as ``log.error("notice.seal_failed ...")`` and a
+``notice.seal_failed`` audit entry (subject: the notice; detail: the error's code, what and fix, the
+attempt number and when it is tried again), and the pass goes on with the next notice. The refused notice
+stays unsealed and is tried again after ``notices.seal_retry_delay_seconds`` of its refusal count (the
+first retry is the next pass with the default interval; the wait doubles up to a day). Its refusals are
+counted from those audit entries, so no schema holds them: the page of notices to seal takes only the
+due ones, fewest refusals first, so a notice refused for good never sits at the head of the page and
+starves the rest, and adds one audit entry a day, not one every pass. Anything else a seal raises (a
+5xx ``MailnodeError``, a database or disk error) is not the notice's fault: it propagates, ends the pass,
+and reaches the workflow's log; the notice is retried by the next pass as if nothing had happened.
+A missing system sender (``E_SYSTEM_SENDER_MISSING``) is raised before any notice is tried.
 """
 
 from __future__ import annotations
@@ -34,17 +50,19 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, or_, select, update
+from sqlalchemy import Connection, Select, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
-from mailnode import budgets
+from mailnode import audit, budgets
 from mailnode.audit import audit_entries
 from mailnode.butler.tables import butlers
 from mailnode.clock import utc
 from mailnode.directory.tables import organisations, users
+from mailnode.errors import MailnodeError
 from mailnode.governance import approvals as ap
 from mailnode.governance import breakers
 from mailnode.governance.tables import approval_stages
@@ -57,23 +75,24 @@ from mailnode.notify.notice_tables import notices as notices_table
 from mailnode.notify.sending import find_by_key, system_sender
 from mailnode.notify.tables import contact_addresses
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.states import StateReason
 from mailnode.outbound.tables import send_manifests, send_recipient_events
 
 log = logging.getLogger("mailnode.notices")
 
 AUDIT_CURSOR = "notices_audit"
 EVENTS_CURSOR = "notices_events"
+#: The audit action recording a notice whose seal was refused (subject: the notice id).
+SEAL_FAILED = "notice.seal_failed"
 
-#: Audit actions the sweep reads, and the notice kind each one is about (None: a send's terminal failure,
-#: decided by ``notices.notice_for_failure``).
+#: Audit actions the sweep reads, and the notice kind each one is about (None: a send's failure, decided by
+#: ``notices.failure_of_audit`` and ``notices.notice_for_failure``).
 ACTION_KINDS: dict[str, notices.NoticeKind | None] = {
     "approval.requested": notices.NoticeKind.APPROVAL_ASKED,
+    "approval.decided": notices.NoticeKind.APPROVAL_ASKED,
     "domain.pause_placed": notices.NoticeKind.DOMAIN_PAUSE_PLACED,
     "domain.pause_lifted": notices.NoticeKind.DOMAIN_PAUSE_LIFTED,
     "butler.paused": notices.NoticeKind.BUTLER_PAUSED,
-    "send.refused": None,
-    "send.withheld": None,
+    **{action: None for action in notices.FAILURE_ACTIONS},
 }
 
 #: Send states in which a notice's own send has not yet been delivered (so its content is retained).
@@ -102,11 +121,21 @@ class Pending:
 
 
 @dataclass
+class SealPass:
+    """One page of seals: the notices sealed, and those whose seal was refused (recorded, retried later)."""
+
+    sealed: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+@dataclass
 class SweepReport:
-    """One organisation's pass: notices written, sealed, retention rows extended, breaker episodes opened."""
+    """One organisation's pass: notices written, sealed, refused at the seal (``notice.seal_failed``),
+    retention rows extended, breaker episodes opened."""
 
     written: list[str] = field(default_factory=list)
     sealed: list[str] = field(default_factory=list)
+    seal_refused: list[str] = field(default_factory=list)
     extended: int = 0
     episodes_opened: list[str] = field(default_factory=list)
 
@@ -142,23 +171,41 @@ def butler_owners(conn: Connection, org_id: str, butler_id: str) -> frozenset[st
     return frozenset(owners)
 
 
-def first_stage_deciders(conn: Connection, org_id: str, approval_id: str) -> tuple[str, frozenset[str]] | None:
-    """The approval's first stage id and the people it asks (its team, or the scope's relation holders),
-    minus the person who asked; None when the approval or its stages are gone."""
+@dataclass(frozen=True)
+class AskedStage:
+    """The open stage of a pending approval: its id (the notice's episode), ordinal and the people it asks."""
+
+    stage_id: str
+    ordinal: int
+    deciders: frozenset[str]
+
+
+def open_stage_deciders(conn: Connection, org_id: str, approval_id: str) -> AskedStage | None:
+    """The approval's open stage now and the people it asks (``notices.stage_deciders``: the relation
+    holders on the scope, within the stage's team when it names one, minus the asker and everyone who
+    already decided); None when the approval is gone or no longer pending (nobody needs asking).
+
+    The open stage is governance's (``approvals._standing(...).open_stage()``: the first stage with fewer
+    standing approvals than it needs), read here rather than restated. Four or five statements.
+    """
     a = conn.execute(select(approvals_table).where(approvals_table.c.id == approval_id,
                                                    approvals_table.c.org_id == org_id)).first()
-    if a is None:
+    if a is None or a.state != ap.ApprovalState.PENDING.value:
         return None
-    stage = conn.execute(select(approval_stages).where(approval_stages.c.approval_id == approval_id)
-                         .order_by(approval_stages.c.ordinal).limit(1)).first()
+    standing = ap._standing(conn, approval_id, caller_id="")
+    stage = standing.open_stage()
     if stage is None:
         return None
-    spec = ap.SUBJECTS[ap.SubjectKind(a.subject_kind)]
+    stage_id = conn.execute(select(approval_stages.c.id).where(approval_stages.c.approval_id == approval_id,
+                                                               approval_stages.c.ordinal == stage.ordinal)).scalar()
+    if stage_id is None:
+        return None
+    spec = ap.spec_of(a.subject_kind)
     holders = ap.approvers(conn, org_id=org_id, scope_type=spec.scope_type, relation=spec.relation,
                            scope_id=a.scope_id)
-    if stage.team_id:
-        holders = holders & ap.rosters(conn, {stage.team_id}).get(stage.team_id, frozenset())
-    return str(stage.id), frozenset(holders - {a.actor_id})
+    roster = ap.rosters(conn, {stage.team_id}).get(stage.team_id, frozenset()) if stage.team_id else None
+    return AskedStage(str(stage_id), stage.ordinal,
+                      notices.stage_deciders(holders, roster, a.actor_id, standing.deciders))
 
 
 def contact_address(conn: Connection, user_id: str) -> str | None:
@@ -174,49 +221,56 @@ def contact_address(conn: Connection, user_id: str) -> str | None:
 
 # -- facts and decisions -------------------------------------------------------------------------------------
 
-def _failure_of(action: str, detail: dict[str, Any]) -> str:
-    if action == "send.refused":
-        return notices.SendFailure.REFUSED.value
-    if detail.get("reason") == StateReason.GAVE_UP.value:
-        return notices.SendFailure.GAVE_UP.value
-    return notices.SendFailure.WITHHELD.value
-
-
-def _send_failed(conn: Connection, org_id: str, send_id: str, failure: str) -> Pending | None:
-    """The ``send_failed`` notice a terminal failure of ``send_id`` produces, or None (``notice_for_failure``)."""
+def _manifest(conn: Connection, org_id: str, send_id: str) -> Any:
     m = send_manifests.c
-    row = conn.execute(select(m.id, m.author_id, m.mail_class, m.auto_submitted, m.subject)
-                       .where(m.id == send_id, m.org_id == org_id)).first()
-    if row is None:
-        return None
+    return conn.execute(select(m.id, m.author_id, m.mail_class, m.auto_submitted, m.subject)
+                        .where(m.id == send_id, m.org_id == org_id)).first()
+
+
+def _send_failed(conn: Connection, org_id: str, row: Any, failure: notices.SendFailure) -> Pending | None:
+    """The ``send_failed`` notice ``failure`` of the send ``row`` produces, or None (``notice_for_failure``)."""
+    send_id = str(row.id)
     notice_row = conn.execute(select(notices_table.c.id).where(notices_table.c.send_id == send_id)).first()
     facts = notices.FailureFacts(
         send_id=send_id, author_id=row.author_id, mail_class=row.mail_class,
         notice_id=None if notice_row is None else str(notice_row.id),
-        auto_submitted=row.auto_submitted not in (None, "no"), failure=failure)
+        auto_submitted=row.auto_submitted not in (None, "no"), failure=failure.value)
     request = notices.notice_for_failure(facts)
     if request is None:
         return None
     author = str(row.author_id)
     people = frozenset({author}) if prefix_of(author) == "usr" else butler_owners(conn, org_id, author)
-    body = (f"Your message \"{row.subject}\" ({send_id}) did not go out: {request.failure.value}.\n"
-            f"Its state and what to do next: GET /api/sends/{send_id}\n")
+    body = (f"Your message \"{row.subject}\" ({send_id}) {notices.FAILURE_WORDS[request.failure]} "
+            f"({request.failure.value}).\nIts state and what to do next: GET /api/sends/{send_id}\n")
+    if request.failure is notices.SendFailure.DECISION_NEEDED:
+        body += (f"To send it again: POST /api/sends/{send_id}/retry with "
+                 "{\"mode\": \"resend-may-duplicate\", \"reason\": \"...\", \"accept_duplicate_risk\": true}\n")
     return Pending(request.kind, request.episode, people, (send_id,), body)
+
+
+def _reason(detail: dict[str, Any]) -> str | None:
+    value = detail.get("reason")
+    return value if isinstance(value, str) else None
 
 
 def _from_audit(conn: Connection, org_id: str, action: str, subject: str | None,
                 detail: dict[str, Any]) -> Pending | None:
     kind = ACTION_KINDS[action]
     if kind is None:
-        return _send_failed(conn, org_id, str(subject), _failure_of(action, detail)) if subject else None
+        row = _manifest(conn, org_id, str(subject)) if subject else None
+        if row is None:
+            return None
+        failure = notices.failure_of_audit(action, _reason(detail), row.mail_class)
+        return None if failure is None else _send_failed(conn, org_id, row, failure)
     if kind is notices.NoticeKind.APPROVAL_ASKED:
-        asked = first_stage_deciders(conn, org_id, str(subject))
+        asked = open_stage_deciders(conn, org_id, str(subject)) if subject else None
         if asked is None:
             return None
         about_id = str(detail.get("subject_id") or "")
         about = (about_id,) if prefix_of(about_id) in ("snd", "msg") else ()
-        return Pending(kind, asked[0], asked[1], about,
-                       f"An approval ({subject}) asks for your decision.\nDecide it: GET /api/approvals\n")
+        return Pending(kind, asked.stage_id, asked.deciders, about,
+                       f"An approval ({subject}) asks for your decision at stage {asked.ordinal}.\n"
+                       f"Decide it: GET /api/approvals, then POST /api/approvals/{subject}/decide\n")
     if kind in (notices.NoticeKind.DOMAIN_PAUSE_PLACED, notices.NoticeKind.DOMAIN_PAUSE_LIFTED):
         verb = "paused" if kind is notices.NoticeKind.DOMAIN_PAUSE_PLACED else "no longer paused"
         return Pending(kind, str(subject), administrators(conn, org_id), (),
@@ -318,7 +372,8 @@ def collect(conn: Connection, org_id: str, now: datetime, delivery_signals: str,
         eq = eq.where(or_(e.received_at > ecur.at, and_(e.received_at == ecur.at, e.id > ecur.key)))
     events = conn.execute(eq.order_by(e.received_at, e.id).limit(page_max)).all()
     for ev in events:
-        p = _send_failed(conn, org_id, str(ev.manifest_id), notices.SendFailure.BOUNCED.value)
+        row = _manifest(conn, org_id, str(ev.manifest_id))
+        p = None if row is None else _send_failed(conn, org_id, row, notices.SendFailure.BOUNCED)
         if p is not None:
             out.append(p)
     if events:
@@ -344,31 +399,88 @@ def undelivered_about(conn: Connection, org_id: str, page_max: int = budgets.NOT
     return {str(i) for r in rows for i in (r.about or [])}
 
 
-def seal_pending(node: Node, org_id: str, page_max: int = budgets.NOTICE_SWEEP_PAGE_MAX) -> list[str]:
-    """Seal every unsealed notice (oldest first, one page) as deferrable system mail; returns notice ids.
+def _seal_due(failures: Any, last_failed_at: Any, now: datetime) -> ColumnElement[bool]:
+    """Never refused, or refused ``n`` times and last refused at least ``seal_retry_delay_seconds(n)`` ago:
+    one disjunct per refusal count until the delay stops growing, then one for every count beyond."""
+    clauses: list[ColumnElement[bool]] = [failures.is_(None)]
+    n = 1
+    while notices.seal_retry_delay_seconds(n) < notices.seal_retry_delay_seconds(n + 1):
+        clauses.append(and_(failures == n,
+                            last_failed_at <= now - timedelta(seconds=notices.seal_retry_delay_seconds(n))))
+        n += 1
+    clauses.append(and_(failures >= n, last_failed_at <= now - timedelta(seconds=notices.seal_retry_delay_seconds(n))))
+    return or_(*clauses)
 
-    Raises what the seal raises (``E_SYSTEM_SENDER_MISSING``, an address error ...): the notice stays
-    unsealed and the next pass tries again.
+
+def unsealed_due(org_id: str, now: datetime, page_max: int = budgets.NOTICE_SWEEP_PAGE_MAX) -> Select[Any]:
+    """The page of unsealed notices to seal now: due ones only (``_seal_due``), fewest refusals first, then
+    oldest; each row with ``failures`` (its ``notice.seal_failed`` entries). One statement."""
+    n, a = notices_table.c, audit_entries.c
+    unsealed = select(n.id).where(n.org_id == org_id, n.send_id.is_(None))
+    refused = (select(a.subject.label("notice_id"), func.count().label("failures"),
+                      func.max(a.at).label("last_failed_at"))
+               .where(a.org_id == org_id, a.action == SEAL_FAILED, a.subject.in_(unsealed))
+               .group_by(a.subject).subquery())
+    failures = func.coalesce(refused.c.failures, 0)
+    return (select(notices_table, failures.label("failures"))
+            .select_from(notices_table.outerjoin(refused, refused.c.notice_id == n.id))
+            .where(n.org_id == org_id, n.send_id.is_(None), _seal_due(refused.c.failures, refused.c.last_failed_at, now))
+            .order_by(failures, n.created_at, n.id).limit(page_max))
+
+
+def _record_refusal(node: Node, org_id: str, r: Any, address: str, exc: MailnodeError) -> None:
+    """The failure of one notice's seal, where a person looks: the log (stable token) and the audit trail."""
+    now = node.clock.now()
+    attempt = int(r.failures) + 1
+    retry_in = notices.seal_retry_delay_seconds(attempt)
+    log.error("notice.seal_failed notice=%s org=%s kind=%s code=%s attempt=%d retry_in_seconds=%d: %s",
+              r.id, org_id, r.kind, exc.code, attempt, retry_in, exc.what)
+    with node.begin() as conn:
+        audit.append(conn, org_id=org_id, at=now, action=SEAL_FAILED, actor_id=None, subject=str(r.id),
+                     outcome="failed",
+                     detail={"code": exc.code, "what": exc.what[:300], "fix": exc.fix[:300], "kind": r.kind,
+                             "recipient_user_id": r.recipient_user_id, "address": address[:320],
+                             "attempt": attempt, "retry_at": (now + timedelta(seconds=retry_in)).isoformat()})
+
+
+def seal_pending(node: Node, org_id: str, page_max: int = budgets.NOTICE_SWEEP_PAGE_MAX) -> SealPass:
+    """Seal one page of due unsealed notices (``unsealed_due``) as deferrable system mail.
+
+    Returns the notices sealed and those the seal refused (each recorded by ``_record_refusal`` and left
+    unsealed for a later pass). Raises ``E_SYSTEM_SENDER_MISSING`` (409) before trying any, and whatever a
+    seal raises that is not the notice's own refusal (``notices.seal_refused_the_notice``: a 5xx
+    ``MailnodeError``, a database or disk error), which ends the pass.
     """
     n = notices_table.c
     with node.read() as conn:
-        rows = conn.execute(select(notices_table).where(n.org_id == org_id, n.send_id.is_(None))
-                            .order_by(n.created_at, n.id).limit(page_max)).all()
+        rows = conn.execute(unsealed_due(org_id, node.clock.now(), page_max)).all()
         if not rows:
-            return []
+            return SealPass()
         sender = system_sender(conn, org_id, node.settings)
-    sealed: list[str] = []
+    done = SealPass()
     for r in rows:
+        address = str(r.address)
         with node.read() as conn:
             send_id = find_by_key(conn, org_id, r.recipient_user_id, r.id)
+            if send_id is None:
+                # Where the person reads their notices now: a retry after they fixed their address uses it.
+                address = contact_address(conn, r.recipient_user_id) or address
         if send_id is None:
-            send_id = seal(node, org_id=org_id, author_id=r.recipient_user_id, request=SealRequest(
-                mailbox_id=sender.mailbox_id, sender_address=sender.address, to=[r.address], subject=r.subject,
-                body=r.body, notice=True, idempotency_key=r.id)).id
+            try:
+                send_id = seal(node, org_id=org_id, author_id=r.recipient_user_id, request=SealRequest(
+                    mailbox_id=sender.mailbox_id, sender_address=sender.address, to=[address], subject=r.subject,
+                    body=r.body, notice=True, idempotency_key=r.id)).id
+            except MailnodeError as exc:
+                if not notices.seal_refused_the_notice(exc.status):
+                    raise
+                _record_refusal(node, org_id, r, address, exc)
+                done.refused.append(str(r.id))
+                continue
         with node.begin() as conn:
-            conn.execute(update(notices_table).where(n.id == r.id, n.send_id.is_(None)).values(send_id=send_id))
-        sealed.append(str(r.id))
-    return sealed
+            conn.execute(update(notices_table).where(n.id == r.id, n.send_id.is_(None))
+                         .values(send_id=send_id, address=address))
+        done.sealed.append(str(r.id))
+    return done
 
 
 def sweep_org(node: Node, *, org_id: str, now: datetime) -> SweepReport:
@@ -383,7 +495,9 @@ def sweep_org(node: Node, *, org_id: str, now: datetime) -> SweepReport:
     # Retention before sealing: it reads no provider state and must happen even when a seal raises.
     with node.begin() as conn:
         report.extended = retention_io.extend(conn, source_ids=undelivered_about(conn, org_id), now=now)
-    report.sealed.extend(seal_pending(node, org_id))
+    sealed = seal_pending(node, org_id)
+    report.sealed.extend(sealed.sealed)
+    report.seal_refused.extend(sealed.refused)
     return report
 
 
