@@ -1,19 +1,28 @@
-"""Doctor checks for transactional mail: the provider breaker, and people whose notices may reach nobody.
+"""Doctor checks for transactional mail: the provider breaker, people whose notices may reach nobody, and a
+system sender whose own domain is paused.
 
 spec/transactional.md §2 (the breaker's state and the quota reading belong in doctor, since a node out of
-mail cannot mail anyone) and §4 (an address that exists but is unverified is surfaced: a notice to an
-address nobody receives is silence that reads like everything is fine).
+mail cannot mail anyone), §4 (an address that exists but is unverified is surfaced: a notice to an
+address nobody receives is silence that reads like everything is fine) and §1 (system mail comes from a
+system sender, ideally on a domain other than the customers', so that a domain pause does not silence the
+notice that reports it: ``system_sender_paused`` says when it would).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 
 from mailnode.directory.tables import users
 from mailnode.doctor.findings import Finding, Severity
+from mailnode.errors import MailnodeError
+from mailnode.governance import pauses
 from mailnode.node import Node
 from mailnode.notify import provider_io
 from mailnode.notify.provider import BreakerState, breaker_state, quota_alert
+from mailnode.notify.sending import system_sender
 from mailnode.notify.tables import contact_addresses
 
 
@@ -64,8 +73,62 @@ def provider_breaker(node: Node, org_id: str | None) -> Finding:
     return Finding(name, Severity.REPORT, True, "the provider takes mail", data=data)
 
 
+SYSTEM_SENDER_PAUSED = "system_sender_paused"
+
+
+def system_sender_pause_finding(sender: str | None, sender_error: MailnodeError | None,
+                                in_force: Sequence[dict[str, Any]]) -> Finding:
+    """Whether the system sender's own domain is paused (pure).
+
+    ``sender`` is the system sender's address, or None with ``sender_error`` (``E_SYSTEM_SENDER_MISSING``)
+    when there is none; ``in_force`` is ``governance.pauses.in_force``'s list (``pause_id``, ``domain``,
+    ``reason``, ``age_seconds`` ...). The domain is the address's part after ``@``, lower-cased, as the
+    seal's pause gate reads it. Degraded when a pause in force names it (every notice, the one reporting
+    that pause included, and every verification code would be withheld) or when there is no system sender.
+    """
+    name = SYSTEM_SENDER_PAUSED
+    if sender is None:
+        what = sender_error.what if sender_error is not None else "There is no system sender."
+        fix = sender_error.fix if sender_error is not None else "Set MAILNODE_SYSTEM_SENDER to an address of a mailbox."
+        return Finding(name, Severity.DEGRADED, False,
+                       f"{what} Notices and verification codes cannot be sealed at all.", fix,
+                       {"system_sender": None, "code": sender_error.code if sender_error is not None else None})
+    domain = sender.rpartition("@")[2].lower()
+    data: dict[str, Any] = {"system_sender": sender, "domain": domain}
+    paused = next((p for p in in_force if str(p.get("domain", "")).lower() == domain), None)
+    if paused is None:
+        return Finding(name, Severity.DEGRADED, True,
+                       f"the system sender {sender} is on {domain}, which is not paused", data=data)
+    return Finding(name, Severity.DEGRADED, False,
+                   f"the system sender {sender} is on {domain}, which is paused ({paused.get('reason')}): every "
+                   "notice, the one telling administrators of this pause included, and every verification code "
+                   "is withheld at the seal, so people are told nothing",
+                   "Set MAILNODE_SYSTEM_SENDER to an address of a mailbox on a domain that is not paused "
+                   "(GET /api/mailboxes lists them) and restart, or lift the pause: "
+                   f"POST /api/domain-pauses/{paused.get('pause_id')}/lift.",
+                   {**data, "pause_id": paused.get("pause_id"), "reason": paused.get("reason")})
+
+
+def system_sender_paused(node: Node, org_id: str | None) -> Finding:
+    """The system sender's domain against the domain pauses in force (``system_sender_pause_finding``)."""
+    if org_id is None:
+        return Finding(SYSTEM_SENDER_PAUSED, Severity.REPORT, False, "no organisation: the node is not initialised",
+                       "Run mailnode init.")
+    sender: str | None = None
+    error: MailnodeError | None = None
+    with node.read() as conn:
+        try:
+            sender = system_sender(conn, org_id, node.settings).address
+        except MailnodeError as exc:
+            # E_SYSTEM_SENDER_MISSING: reported as this finding, with the error's own fix.
+            error = exc
+        in_force = pauses.in_force(conn, org_id=org_id, now=node.clock.now())
+    return system_sender_pause_finding(sender, error, in_force)
+
+
 #: The transactional-mail checks in report order; ``doctor.checks.CHECKS`` includes them.
 NOTIFY_CHECKS = {
     "provider_breaker": provider_breaker,
     "unverified_contact_addresses": unverified_contact_addresses,
+    SYSTEM_SENDER_PAUSED: system_sender_paused,
 }
