@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from mailnode.config import Settings
 from mailnode.doctor.checks import CHECKS, run_checks
 from mailnode.doctor.findings import Severity
 from mailnode.doctor.notify_checks import system_sender_pause_finding
 from mailnode.errors import conflict
+from mailnode.node import Node
 from mailnode.notify import notices_io
 from mailnode.outbound.tables import send_manifests
 from tests.governance_e2e.conftest import Org, sink  # noqa: F401  (the sink fixture Org needs)
@@ -67,3 +69,13 @@ def test_doctor_warns_when_the_pause_silences_its_own_notice(org: Org) -> None:
     assert (after.ok, after.severity) == (False, Severity.DEGRADED)
     assert after.data["pause_id"] == pause["pause_id"] and after.data["domain"] == "example.test"
     assert f"POST /api/domain-pauses/{pause['pause_id']}/lift" in after.fix
+
+
+def test_doctor_says_when_there_is_no_system_sender_at_all(settings: Settings, installed: Any) -> None:
+    misnamed = Node.open(settings.model_copy(update={"system_sender": "nobody@nowhere.test"}))
+    try:
+        [finding] = run_checks(misnamed, installed.org_id, ["system_sender_paused"])
+    finally:
+        misnamed.close()
+    assert (finding.ok, finding.severity, finding.data["code"]) == (False, Severity.DEGRADED, "E_SYSTEM_SENDER_MISSING")
+    assert "cannot be sealed at all" in finding.detail and "MAILNODE_SYSTEM_SENDER" in finding.fix
