@@ -132,6 +132,10 @@ def test_a_person_who_is_not_an_administrator_is_refused(api: Any, installed: An
     ("   ", "E_APP_NEEDS_A_NAME", "needs a name"),
     ("pipe\nline", "E_APP_NAME_MALFORMED", "U+000A"),
     ("tab\there", "E_APP_NAME_MALFORMED", "U+0009"),
+    ("nul\x00", "E_APP_NAME_MALFORMED", "U+0000"),
+    ("line\u2028separator", "E_APP_NAME_MALFORMED", "U+2028"),
+    ("para\u2029separator", "E_APP_NAME_MALFORMED", "U+2029"),
+    ("right\u202eto-left", "E_APP_NAME_MALFORMED", "U+202E"),
     ("x" * (budgets.APP_NAME_MAX_CHARS + 1), "E_BUDGET_EXCEEDED", "APP_NAME_MAX_CHARS"),
 ])
 def test_a_bad_name_is_refused_with_a_clear_error_and_nothing_written(
@@ -154,3 +158,35 @@ def test_a_bad_name_is_refused_with_a_clear_error_and_nothing_written(
 ])
 def test_names_an_application_may_have(name: str, expected: str) -> None:
     assert check_app_name(name) == expected
+
+
+def _ungranted_app(api: Any, installed: Any) -> dict[str, str]:
+    r = api.post("/api/apps", json={"name": "ungranted"}, headers=bearer(installed.token))
+    assert r.status_code == 201, r.text
+    return bearer(r.json()["token"])
+
+
+def test_an_ungranted_application_sees_no_mailbox_or_its_mail(api: Any, installed: Any) -> None:
+    app_h = _ungranted_app(api, installed)
+    for path, noun in (("/api/mailboxes", "mailboxes"), ("/api/cases", "cases"), ("/api/sends", "sends"),
+                       ("/api/drafts", "drafts"), ("/api/approvals", "approvals")):
+        r = api.get(path, headers=app_h)
+        assert r.status_code == 200 and r.json()[noun] == [], (path, r.text)
+    r = api.get(f"/api/mailboxes/{installed.mailbox_id}/messages", headers=app_h)
+    assert r.status_code == 404 and r.json()["error"] == "E_NO_SUCH_MAILBOX"
+    for path in ("/api/audit", "/api/provider-status", "/metrics", "/api/apps"):
+        r = api.get(path, headers=app_h)
+        assert r.status_code == 403 and r.json()["error"] == "E_NOT_AN_ADMINISTRATOR", (path, r.text)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "GET /api/users and GET /api/teams answer every principal of the organisation (directory.people: 'any "
+    "member of the organisation may list people'; api/directory.py), applications included: an application "
+    "granted nothing reads every person's address and every team's members"))
+def test_an_ungranted_application_reads_no_people_or_teams(api: Any, installed: Any) -> None:
+    admin = bearer(installed.token)
+    assert api.post("/api/teams", json={"name": "support"}, headers=admin).status_code == 201
+    app_h = _ungranted_app(api, installed)
+    users = api.get("/api/users", headers=app_h)
+    teams = api.get("/api/teams", headers=app_h)
+    assert installed.domain not in users.text and "support" not in teams.text

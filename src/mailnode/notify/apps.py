@@ -23,24 +23,31 @@ from mailnode.errors import conflict, invalid, limit_exceeded, not_an_administra
 from mailnode.ids import new_id
 from mailnode.notify.tables import applications
 
+#: Line and paragraph separators (U+2028, U+2029): not control characters, but they end a line in a
+#: listing or a log as surely as LF does.
+_BREAKS = frozenset({"Zl", "Zp"})
+
 
 def check_app_name(name: str | None) -> str:
     """The name trimmed, or why it cannot name an application (pure).
 
-    Raises ``E_APP_NEEDS_A_NAME`` (422) for an empty name, ``E_APP_NAME_MALFORMED`` (422) for a control
-    character (a line break or tab would forge lines in listings and the audit trail), ``E_BUDGET_EXCEEDED``
-    (422) naming ``APP_NAME_MAX_CHARS`` for a longer name.
+    Raises ``E_APP_NEEDS_A_NAME`` (422) for an empty name, ``E_APP_NAME_MALFORMED`` (422) for a control or
+    format character or a line separator (a line break would forge lines in listings and the audit trail; a
+    NUL cannot be stored in PostgreSQL text), ``E_BUDGET_EXCEEDED`` (422) naming ``APP_NAME_MAX_CHARS`` for
+    a longer name.
     """
     clean = (name or "").strip()
     if not clean:
         raise invalid("E_APP_NEEDS_A_NAME", "The application needs a name.", "The name was empty.",
                       "Give a name: POST /api/apps {\"name\": \"research-pipeline\"} or "
                       "mailnode app create research-pipeline.")
-    bad = next((c for c in clean if unicodedata.category(c).startswith("C")), None)
+    bad = next((c for c in clean if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in _BREAKS), None)
     if bad is not None:
-        raise invalid("E_APP_NAME_MALFORMED", f"The application name contains the control character U+{ord(bad):04X}.",
+        char = f"U+{ord(bad):04X}"
+        raise invalid("E_APP_NAME_MALFORMED",
+                      f"The application name contains {char} ({unicodedata.category(bad)}), which is not printable text.",
                       "A name is one line of printable text: it is shown in listings, token labels and the audit trail.",
-                      "Choose a name of printable characters, e.g. research-pipeline.", character=f"U+{ord(bad):04X}")
+                      "Choose a name of printable characters, e.g. research-pipeline.", character=char)
     if len(clean) > budgets.APP_NAME_MAX_CHARS:
         raise limit_exceeded("E_BUDGET_EXCEEDED", "APP_NAME_MAX_CHARS", budgets.APP_NAME_MAX_CHARS, len(clean),
                              "Choose a shorter name.")
