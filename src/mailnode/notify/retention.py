@@ -6,6 +6,7 @@ the node, so its predicate is this pure function and nothing else decides it. In
 | condition | verdict |
 |---|---|
 | a legal hold in force covers it | retain (a hold always wins) |
+| a dispatch worker holds its send under a live lease | retain (it is being handed over now; the next pass decides) |
 | older than the ceiling | delete (the ceiling wins over everything but a hold) |
 | younger than its kind's content retention | retain |
 | a send about it is still pending with attempts left | retain (it may yet go) |
@@ -16,6 +17,26 @@ An unknown content kind is retained (fail closed toward keeping). ``retain_until
 sweeper's half-window rewrite floor; ``page_deletions`` walks a scanned page past what is retained so a
 retained head never reads as an empty queue. ``read_refusal`` decides what a read of content answers once
 retention may have deleted it (``E_CONTENT_DELETED``, 410, versus the store's own 500s). Pure: no I/O.
+
+What a deletion deletes (the purge, ``retention_io.sweep_org``, writes all of it in the transaction that
+records ``purged_at``):
+
+- ``inbound_raw``: the raw bytes (the evidence blob, once nothing else names it) and everything the node
+  derived from them that is not the mailbox's index: the stored header list, the text body, and the parse
+  diagnostics (``defects``, ``parse_error``: they may quote a header's words). ``MESSAGE_PURGE`` names each
+  ``messages`` column as cleared or kept. Kept: ids, the envelope, ``From`` (name and address), the
+  subject, the dates, the Message-ID and threading references, the authentication verdicts, the
+  automated / reply-refusal / report classification, attachment counts and size. The subject is kept on
+  purpose, though it is arguably content: this node already treats it as the mailbox's index (a holder
+  of ``mailbox.metadata.read``, who may not read bodies, sees it in every list), and the same line is
+  copied where retention does not reach it (the conversation's subject, a reply's ``Re:`` subject on its
+  send, the send-failure notice that quotes it, a Butler run's trigger facts); clearing it from the
+  message alone would claim a deletion that did not happen.
+- ``sealed_body``: the typed, normalised and rendered bytes of a send. A send still pending
+  (``PENDING_SEND_STATES``: only the ceiling deletes one) is made terminal with it: ``withheld`` with
+  ``state_reason`` ``retention_deleted``, recipients that never left following, audited ``send.withheld``
+  (so its author hears of it), never left waiting for a dispatch that would find no body. A send under a
+  live lease (``lease_live``) is never deleted: the worker holding it is handing it over now.
 """
 
 from __future__ import annotations
@@ -24,7 +45,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Generic, TypeVar
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar
 
 from mailnode import budgets
 from mailnode.clock import utc
@@ -91,6 +113,8 @@ class RetentionFacts:
         under_hold: a legal hold in force covers it.
         send_pending: a send about it is still pending with attempts left (held, awaiting, throttled, or
             ambiguous inside its window).
+        send_in_flight: a dispatch worker holds the send under a live lease (``lease_live``): it is
+            being handed over now, so not even the ceiling deletes its body under it.
         retain_until: written by the notice sweeper while a notice about it is undelivered (aware UTC).
     """
 
@@ -98,6 +122,7 @@ class RetentionFacts:
     created_at: datetime
     under_hold: bool = False
     send_pending: bool = False
+    send_in_flight: bool = False
     retain_until: datetime | None = None
 
 
@@ -112,6 +137,7 @@ class RetentionReason(StrEnum):
     """Which row of the table decided (``RetentionDecision.reason``)."""
 
     LEGAL_HOLD = "legal_hold"
+    SEND_IN_FLIGHT = "send_in_flight"
     CEILING = "ceiling"
     WITHIN_RETENTION = "within_retention"
     SEND_PENDING = "send_pending"
@@ -123,6 +149,7 @@ class RetentionReason(StrEnum):
 #: The verdict of each reason. Total over ``RetentionReason``.
 VERDICT_OF_REASON: dict[RetentionReason, Verdict] = {
     RetentionReason.LEGAL_HOLD: Verdict.RETAIN,
+    RetentionReason.SEND_IN_FLIGHT: Verdict.RETAIN,
     RetentionReason.CEILING: Verdict.DELETE,
     RetentionReason.WITHIN_RETENTION: Verdict.RETAIN,
     RetentionReason.SEND_PENDING: Verdict.RETAIN,
@@ -154,6 +181,8 @@ def _without_hold(facts: RetentionFacts, settings: RetentionSettings, now: datet
         kind = None
     if kind is None:
         return RetentionReason.KIND_NOT_CLASSIFIED
+    if facts.send_in_flight:
+        return RetentionReason.SEND_IN_FLIGHT
     age = utc(now) - utc(facts.created_at)
     if age > timedelta(seconds=settings.ceiling_seconds):
         return RetentionReason.CEILING
@@ -312,3 +341,63 @@ def read_refusal(*, source_id: str, kind: str | None, purged_at: datetime | None
     if purged_at is not None:
         return content_deleted(source_id=source_id, kind=kind, purged_at=purged_at)
     return read_error
+
+
+def deletion_note(*, source_id: str, kind: str | None, purged_at: datetime) -> dict[str, Any]:
+    """How a read route that still shows the row says its content is gone (the 410's words, as data).
+
+    ``{"at": ISO 8601 UTC, "setting": the setting that aged it out, "words": what happened, "fix": what
+    can be done}``; the same words as ``content_deleted`` (``E_CONTENT_DELETED``).
+    """
+    error = content_deleted(source_id=source_id, kind=kind, purged_at=purged_at)
+    return {"at": error.detail["purged_at"], "setting": error.detail["setting"], "words": error.what,
+            "fix": error.fix}
+
+
+#: What the purge of a message's ``inbound_raw`` content writes in its ``messages`` row: each cleared
+#: column and the value left in it (NOT NULL JSON columns an empty list). See the module docstring.
+MESSAGE_CLEARED: Mapping[str, Any] = MappingProxyType({
+    "headers": (),
+    "text_body": None,
+    "defects": (),
+    "parse_error": None,
+})
+#: ``messages`` columns the purge keeps: the metadata a mailbox needs to stay coherent. With
+#: ``MESSAGE_CLEARED`` it covers every column (a test fails until a new column is classified).
+MESSAGE_KEPT: frozenset[str] = frozenset({
+    "id", "org_id", "mailbox_id", "receipt_id", "conversation_id", "case_id", "envelope_from", "envelope_to",
+    "rfc_message_id", "in_reply_to", "references", "subject", "from_name", "from_address", "date", "received_at",
+    "automated", "reply_refusal", "dmarc", "spf", "dkim", "attachments", "dangerous_attachments", "report_kind",
+    "raw_sha256", "size_bytes",
+})
+
+#: Send states in which a send may still go (``RetentionFacts.send_pending``): gated, queued or retryable.
+#: ``outcome_unknown`` counts as pending (it may be retried inside its window); the ceiling still deletes.
+PENDING_SEND_STATES: frozenset[str] = frozenset({"held", "awaiting", "throttled", "outcome_unknown"})
+
+
+def send_pending(state: str | None) -> bool:
+    """Whether a send in ``state`` (a stored string) may still go; an unknown state is not pending (no
+    dispatch moves it: ``outbound.movable``)."""
+    return state in PENDING_SEND_STATES
+
+
+def lease_live(lease_until: datetime | None, now: datetime) -> bool:
+    """Whether a dispatch claim's lease (``send_manifests.lease_until``, aware UTC) still runs at ``now``.
+
+    A lapsed lease is not live: its claim is recovered (``outbound.dispatch.recover_claims``) and the send
+    may be deleted under it like any other.
+    """
+    return lease_until is not None and utc(lease_until) > utc(now)
+
+
+def purge_ends_send(kind: str | None, state: str | None) -> bool:
+    """Whether deleting this content must also make its send terminal (``withheld/retention_deleted``).
+
+    | kind | send state | answer |
+    |---|---|---|
+    | ``sealed_body`` | pending (``PENDING_SEND_STATES``) | True: no dispatch may meet a deleted body |
+    | ``sealed_body`` | terminal, unknown, or no send row | False: nothing waits on it |
+    | anything else | any | False |
+    """
+    return kind == ContentKind.SEALED_BODY.value and send_pending(state)

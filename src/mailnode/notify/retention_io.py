@@ -10,6 +10,12 @@ this module reads its facts, calls it, and writes what it returns.
   message or send row and the audit trail stay. The content tables' own digest columns are not cleared
   (they are NOT NULL and belong to ingress and outbound); a digest whose ledger row is purged names
   nothing any more.
+- What a purge deletes besides the blob is decided in ``notify.retention`` (its docstring): a message's
+  derived content (``retention.MESSAGE_CLEARED``: headers, text body, parse diagnostics) is cleared, and a
+  send still pending is made terminal (``withheld/retention_deleted``, recipients that never left
+  following, a pending approval of it settled ``cancelled``, ``send.withheld`` audited), both in the
+  transaction that records ``purged_at``. A send whose state moved between the scan and the write (a
+  worker claimed it) is not purged in that pass; the scan meets it again.
 - ``sweep_org`` scans at most ``RETENTION_SCAN_WINDOW_MAX`` unpurged rows after its cursor, decides each,
   lets ``retention.page_deletions`` pick up to ``RETENTION_DELETE_BATCH_MAX`` past retained ones, purges
   them (``retention.deleted``), audits each hold-blocked row ``hold.blocked``, and stores the cursor. The
@@ -20,7 +26,9 @@ this module reads its facts, calls it, and writes what it returns.
 - ``extend(conn, ...)``: the notice sweeper's write of ``retain_until`` (half-window rewrite floor).
 - ``read_content(node, ...)``: every person's read of content (a message's raw bytes, a send's sealed body)
   goes through it, so content retention deleted answers ``E_CONTENT_DELETED`` (410) and only a blob lost
-  without a purge record answers the store's ``E_EVIDENCE_MISSING`` (500).
+  without a purge record answers the store's ``E_EVIDENCE_MISSING`` (500). ``content_refusal(conn, ...)``
+  is the same answer inside a caller's transaction (a retry refused up front, dispatch meeting a missing
+  body); ``purges_of(conn, ids)`` is what a read route needs to say a row's content was deleted.
 """
 
 from __future__ import annotations
@@ -37,16 +45,21 @@ from mailnode.authz import is_admin
 from mailnode.clock import utc
 from mailnode.directory.tables import organisations
 from mailnode.errors import MailnodeError, not_an_administrator
+from mailnode.governance import approvals
 from mailnode.ingress.tables import ingress_receipts
 from mailnode.mail.message_tables import messages
 from mailnode.node import Node
 from mailnode.notify import retention
 from mailnode.notify.notice_tables import holds, retained_content, retention_settings, sweep_cursors
-from mailnode.outbound.tables import send_manifests
+from mailnode.outbound.states import SendState, StateReason
+from mailnode.outbound.tables import send_manifests, send_recipients
 
-#: Send states in which a send may still go (``RetentionFacts.send_pending``): gated, queued or retryable.
-#: ``outcome_unknown`` counts as pending (it may be retried inside its window); the ceiling still deletes.
-PENDING_SEND_STATES: frozenset[str] = frozenset({"held", "awaiting", "throttled", "outcome_unknown"})
+#: Send states in which a send may still go (``retention.PENDING_SEND_STATES``; the notice sweeper reads
+#: this name for a notice's own undelivered send).
+PENDING_SEND_STATES: frozenset[str] = retention.PENDING_SEND_STATES
+#: Recipient states a retention withholding moves to ``withheld``: rows that provably never left. An
+#: ``outcome_unknown`` row may have left and says so still.
+_NOT_YET_LEFT = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value)
 DELETE_CURSOR = "retention_delete"
 rc = retained_content.c
 
@@ -163,6 +176,27 @@ def referenced(conn: Connection, digest: str) -> bool:
     return bool(conn.execute(referenced_query(digest)).scalar())
 
 
+def content_refusal(conn: Connection, *, source_id: str,
+                    read_error: MailnodeError | None = None) -> MailnodeError | None:
+    """What a read of ``source_id``'s content answers (``retention.read_refusal``), given the evidence
+    store's answer (``read_error``, None when the bytes were read or not asked for): ``E_CONTENT_DELETED``
+    (410) once its ledger row is purged, else ``read_error``. One statement. spec/transactional.md §5."""
+    row = conn.execute(select(rc.kind, rc.purged_at).where(rc.source_id == source_id)).first()
+    return retention.read_refusal(source_id=source_id, kind=row.kind if row is not None else None,
+                                  purged_at=row.purged_at if row is not None else None, read_error=read_error)
+
+
+def purges_of(conn: Connection, source_ids: Iterable[str]) -> dict[str, tuple[str, datetime]]:
+    """``{source_id: (kind, purged_at)}`` for those of ``source_ids`` whose content retention deleted (one
+    statement; none for an empty list). A read route shows ``retention.deletion_note`` for each."""
+    ids = sorted(set(source_ids))
+    if not ids:
+        return {}
+    rows = conn.execute(select(rc.source_id, rc.kind, rc.purged_at)
+                        .where(rc.source_id.in_(ids), rc.purged_at.is_not(None))).all()
+    return {str(r.source_id): (str(r.kind), utc(r.purged_at)) for r in rows}
+
+
 def read_content(node: Node, *, source_id: str, digest: str) -> bytes:
     """The bytes of ``digest`` read as ``source_id``'s content (a ``msg_`` raw message or a ``snd_`` body).
 
@@ -179,9 +213,7 @@ def read_content(node: Node, *, source_id: str, digest: str) -> bytes:
     except MailnodeError as exc:
         read_error = exc
     with node.read() as conn:
-        row = conn.execute(select(rc.kind, rc.purged_at).where(rc.source_id == source_id)).first()
-    refusal = retention.read_refusal(source_id=source_id, kind=row.kind if row is not None else None,
-                                     purged_at=row.purged_at if row is not None else None, read_error=read_error)
+        refusal = content_refusal(conn, source_id=source_id, read_error=read_error)
     if refusal is None:
         return data
     if refusal is read_error:
@@ -191,13 +223,19 @@ def read_content(node: Node, *, source_id: str, digest: str) -> bytes:
 
 @dataclass(frozen=True)
 class SweepReport:
-    """One organisation's deletion pass: rows examined, purged, hold-blocked, blobs removed, the cursor."""
+    """One organisation's deletion pass: rows examined, purged, hold-blocked, blobs removed, the cursor.
+
+    ``withheld``: the purged sends that were still pending and are now ``withheld/retention_deleted``;
+    ``raced``: rows the pass chose but left, because their send moved between the scan and the write.
+    """
 
     examined: int
     purged: tuple[str, ...]
     hold_blocked: tuple[str, ...]
     blobs_removed: int
     next_cursor: tuple[datetime, str] | None
+    withheld: tuple[str, ...] = ()
+    raced: tuple[str, ...] = ()
 
 
 def _cursor(conn: Connection, org_id: str) -> tuple[datetime, str] | None:
@@ -220,9 +258,47 @@ def _covered(hold_rows: Sequence[Any], mailbox_id: str, at: datetime) -> bool:
                and (h.to_date is None or utc(h.to_date) >= t) for h in hold_rows)
 
 
+def _clear_message(conn: Connection, message_id: str) -> None:
+    """Clear a message's derived content (``retention.MESSAGE_CLEARED``); its metadata stays."""
+    conn.execute(update(messages).where(messages.c.id == message_id).values(**retention.MESSAGE_CLEARED))
+
+
+def _end_send(conn: Connection, *, org_id: str, send_id: str, now: datetime, retention_reason: str) -> bool:
+    """Make a pending send whose body is being deleted ``withheld/retention_deleted``, in the purge's
+    transaction: recipients that never left follow, a pending approval of it is settled ``cancelled``,
+    ``send.withheld`` is audited (the notice sweep tells its author). Guarded: the send must still be
+    pending and under no live lease; returns False (nothing written) when it moved meanwhile."""
+    m = send_manifests.c
+    before = conn.execute(select(m.state).where(m.id == send_id)).scalar()
+    reason = StateReason.RETENTION_DELETED
+    words = retention.content_deleted(source_id=send_id, kind=retention.ContentKind.SEALED_BODY.value,
+                                      purged_at=now).what
+    done = conn.execute(update(send_manifests)
+                        .where(m.id == send_id, m.state.in_(sorted(PENDING_SEND_STATES)),
+                               or_(m.lease_until.is_(None), m.lease_until <= now))
+                        .values(state=SendState.WITHHELD.value, state_reason=reason.value, state_at=now,
+                                last_error=words, lease_until=None, claim_token=None))
+    if done.rowcount != 1:
+        return False
+    conn.execute(update(send_recipients)
+                 .where(send_recipients.c.manifest_id == send_id, send_recipients.c.submission_state.in_(_NOT_YET_LEFT))
+                 .values(submission_state=SendState.WITHHELD.value, submission_state_at=now))
+    approval_cancelled = approvals.cancel_pending(conn, kind=approvals.SubjectKind.SEND_MANIFEST, subject_id=send_id,
+                                                  now=now)
+    audit.append(conn, org_id=org_id, at=now, action="send.withheld", actor_id=None, subject=send_id,
+                 outcome="refused", detail={"reason": reason.value, "from": before, "retention": retention_reason,
+                                            "approval_cancelled": approval_cancelled, "evidence": words})
+    return True
+
+
 def sweep_org(node: Node, *, org_id: str, now: datetime, scan_max: int = budgets.RETENTION_SCAN_WINDOW_MAX,
               batch_max: int = budgets.RETENTION_DELETE_BATCH_MAX) -> SweepReport:
-    """One deletion pass over one organisation's ledger (one transaction, then the blobs)."""
+    """One deletion pass over one organisation's ledger (one transaction, then the blobs).
+
+    Each purge clears the message's derived content or ends the pending send (see the module docstring)
+    in the same transaction as ``purged_at``. A send under a live lease is retained
+    (``RetentionFacts.send_in_flight``).
+    """
     with node.begin() as conn:
         settings = settings_for(conn, org_id)
         cursor = _cursor(conn, org_id)
@@ -232,22 +308,43 @@ def sweep_org(node: Node, *, org_id: str, now: datetime, scan_max: int = budgets
         rows = conn.execute(q.order_by(rc.created_at, rc.source_id).limit(scan_max)).all()
         hold_rows = conn.execute(select(holds).where(holds.c.org_id == org_id, holds.c.lifted_at.is_(None))).all()
         send_ids = [r.source_id for r in rows if r.kind == retention.ContentKind.SEALED_BODY.value]
-        states = dict(conn.execute(select(send_manifests.c.id, send_manifests.c.state)
-                                   .where(send_manifests.c.id.in_(send_ids))).all()) if send_ids else {}
-        candidates = [retention.Candidate(
-            (utc(r.created_at), str(r.source_id)), str(r.source_id),
-            retention.decide(retention.RetentionFacts(
+        m = send_manifests.c
+        sends = {r.id: r for r in conn.execute(select(m.id, m.state, m.lease_until)
+                                                .where(m.id.in_(send_ids))).all()} if send_ids else {}
+
+        def facts(r: Any) -> retention.RetentionFacts:
+            send = sends.get(r.source_id)
+            return retention.RetentionFacts(
                 kind=r.kind, created_at=r.created_at, under_hold=_covered(hold_rows, r.mailbox_id, r.created_at),
-                send_pending=states.get(r.source_id) in PENDING_SEND_STATES, retain_until=r.retain_until),
-                now, settings)) for r in rows]
+                send_pending=send is not None and retention.send_pending(send.state),
+                send_in_flight=send is not None and retention.lease_live(send.lease_until, now),
+                retain_until=r.retain_until)
+
+        candidates = [retention.Candidate((utc(r.created_at), str(r.source_id)), str(r.source_id),
+                                          retention.decide(facts(r), now, settings)) for r in rows]
         page = retention.page_deletions(candidates, scan_complete=len(rows) < scan_max, batch_max=batch_max)
         reasons = {c.row_id: c.decision.reason.value for c in candidates}
         digests: set[str] = set()
         by_id = {r.source_id: r for r in rows}
+        purged: list[str] = []
+        withheld: list[str] = []
+        raced: list[str] = []
         for sid in page.delete:
             row = by_id[sid]
-            conn.execute(update(retained_content).where(rc.source_id == sid, rc.purged_at.is_(None))
-                         .values(digests=None, purged_at=now))
+            send = sends.get(sid)
+            if retention.purge_ends_send(row.kind, send.state if send is not None else None):
+                if not _end_send(conn, org_id=org_id, send_id=sid, now=now, retention_reason=reasons[sid]):
+                    raced.append(sid)
+                    continue
+                withheld.append(sid)
+            done = conn.execute(update(retained_content).where(rc.source_id == sid, rc.purged_at.is_(None))
+                                .values(digests=None, purged_at=now))
+            if done.rowcount != 1:
+                raced.append(sid)
+                continue
+            if row.kind == retention.ContentKind.INBOUND_RAW.value:
+                _clear_message(conn, sid)
+            purged.append(sid)
             digests.update(row.digests or [])
             audit.append(conn, org_id=org_id, at=now, action="retention.deleted", actor_id=None, subject=sid,
                          detail={"kind": row.kind, "reason": reasons[sid], "created_at": row.created_at.isoformat()})
@@ -262,7 +359,8 @@ def sweep_org(node: Node, *, org_id: str, now: datetime, scan_max: int = budgets
         with node.read() as conn:
             if node.evidence.delete(digest, referenced=lambda d: referenced(conn, d)):
                 removed += 1
-    return SweepReport(page.examined, page.delete, page.hold_blocked, removed, page.next_cursor)
+    return SweepReport(page.examined, tuple(purged), page.hold_blocked, removed, page.next_cursor,
+                       tuple(withheld), tuple(raced))
 
 
 @dataclass(frozen=True)

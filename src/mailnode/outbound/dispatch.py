@@ -11,7 +11,8 @@
    (``record_rate_limited`` guarded by ``movable_now``: it writes the send's recheck time, ``release_at`` =
    now + ``gatefacts.recheck_after_seconds`` of the reading, every time it finds the send gated, and
    ``send.rate_limited`` on the transition only, however many sweeps find it still tripped);
-   then the sealed bytes are still in the evidence store unaltered (else ``withheld/evidence_changed``).
+   then the sealed bytes are still in the evidence store unaltered (else ``withheld/evidence_changed``;
+   ``withheld/retention_deleted`` when retention deleted them, ``notify.retention_io.content_refusal``).
    Refusals come before the rate gate: a refusal says never and a gate says wait, so gating a send that
    will be refused anyway only delays the reason a person must act on (the reference asked the rates
    first; mailnode keeps governance's order, spec/outbound.md §1.7 notwithstanding). A send gated here
@@ -65,7 +66,7 @@ from mailnode.errors import MailnodeError
 from mailnode.governance import breakers, gatefacts
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
-from mailnode.notify import provider_io
+from mailnode.notify import provider_io, retention_io
 from mailnode.notify.classes import MailClass, parse_mail_class
 from mailnode.notify.provider import BreakerState, breaker_state
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
@@ -248,6 +249,12 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
             rendered = node.evidence.get(row.rendered_sha256)
             text = node.evidence.get(row.body_typed_sha256).decode("utf-8")
         except MailnodeError as exc:
+            # A body retention deleted (a purge record exists) is the setting working, not corruption.
+            refusal = retention_io.content_refusal(conn, source_id=row.id, read_error=exc) or exc
+            if refusal.code == "E_CONTENT_DELETED":
+                withhold(conn, row, StateReason.RETENTION_DELETED, now, refusal.what)
+                log.warning("send.retention_deleted manifest=%s", manifest_id)
+                return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.RETENTION_DELETED.value)
             withhold(conn, row, StateReason.EVIDENCE_CHANGED, now, exc.render())
             log.error("send.evidence_changed manifest=%s %s", manifest_id, exc.code)
             return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.EVIDENCE_CHANGED.value)

@@ -6,11 +6,14 @@ gets ``E_NO_SUCH_SEND`` (404), as for an absent one. Every send shows its state,
 breaker's figure and when it clears, the approval shortfall) and the retry offer (``states.retry_offer``).
 One send (``get_send``) also shows ``next_step`` (what changes its reason, and who does it) and, when
 the send was sealed ``require_approval``, its ``approval``: id, state, expiry, the frozen stages with the
-standing approvals of each, and the open stage (the first one still short).
+standing approvals of each, and the open stage (the first one still short). Every send shows
+``content_deleted_at`` (ISO 8601 UTC, or null): once retention deleted its sealed body the retry offer is
+``none/content_deleted`` (spec/transactional.md §5), and ``get_send`` adds the ``content_deleted`` note.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, select
@@ -18,6 +21,7 @@ from sqlalchemy import Connection, func, select
 from mailnode.authz import mailboxes_visible
 from mailnode.governance.tables import approval_decisions, approval_stages, approvals
 from mailnode.ids import parse_id
+from mailnode.notify import retention, retention_io
 from mailnode.outbound.retry import no_such_send
 from mailnode.outbound.states import SendState, StateReason, parse_reason, retry_offer, words_for
 from mailnode.outbound.tables import send_manifests, send_recipient_events, send_recipients
@@ -59,6 +63,8 @@ NEXT_STEP: dict[StateReason, str] = {
     StateReason.DEDUP_WINDOW_CLOSED: "A person decides: POST /api/sends/{send}/retry with resend-may-duplicate "
                                      "(a recipient may get it twice), or leave it.",
     StateReason.REALTIME_NOT_RETRIED: "Nothing changes this send; the application or person asks again.",
+    StateReason.RETENTION_DELETED: "Nothing changes this send and nothing restores its body; compose it again if it "
+                                   "must still go (GET /api/settings/retention shows the setting that deleted it).",
     StateReason.NOT_CLASSIFIED: "Nothing changes this send; report it (mailnode doctor).",
 }
 #: The next step for a reason outside the vocabulary.
@@ -100,8 +106,8 @@ def approval_of(conn: Connection, *, org_id: str, send_id: str) -> dict[str, Any
             "open_stage": open_stage if head.state == "pending" else None}
 
 
-def send_summary(r: Any, ambiguous: int) -> dict[str, Any]:
-    """The list shape of a manifest row."""
+def send_summary(r: Any, ambiguous: int, purge: tuple[str, datetime] | None = None) -> dict[str, Any]:
+    """The list shape of a manifest row; ``purge`` is ``(kind, purged_at)`` once retention deleted its body."""
     return {
         "id": r.id, "mailbox_id": r.mailbox_id, "author_id": r.author_id, "state": r.state,
         "state_reason": r.state_reason, "reason_words": words_for(r.state, r.state_reason),
@@ -110,13 +116,14 @@ def send_summary(r: Any, ambiguous: int) -> dict[str, Any]:
         "state_at": _iso(r.state_at), "attempts": r.attempts, "last_error": r.last_error,
         "rfc_message_id": r.rfc_message_id, "in_reply_to_message_id": r.in_reply_to_message_id,
         "conversation_id": r.conversation_id, "resend_of": r.resend_of, "auto_submitted": r.auto_submitted,
-        "retry": retry_offer(r.state, ambiguous_recipients=ambiguous).to_json(),
+        "retry": retry_offer(r.state, ambiguous_recipients=ambiguous, content_deleted=purge is not None).to_json(),
+        "content_deleted_at": purge[1].isoformat() if purge is not None else None,
     }
 
 
 def list_sends(conn: Connection, *, org_id: str, principal_id: str, limit: int, cursor: str | None,
                mailbox_id: str | None = None, state: SendState | None = None) -> list[dict[str, Any]]:
-    """Sends of the mailboxes the caller may see, newest first, after ``cursor`` (two statements + one)."""
+    """Sends of the mailboxes the caller may see, newest first, after ``cursor`` (two statements + two)."""
     visible = mailboxes_visible(conn, org_id, principal_id)
     q = select(send_manifests).where(send_manifests.c.org_id == org_id,
                                      send_manifests.c.mailbox_id.in_(sorted(visible)))
@@ -135,7 +142,8 @@ def list_sends(conn: Connection, *, org_id: str, principal_id: str, limit: int, 
             .where(send_recipients.c.manifest_id.in_([r.id for r in rows]),
                    send_recipients.c.submission_state == SendState.OUTCOME_UNKNOWN.value)
             .group_by(send_recipients.c.manifest_id)).all()}
-    return [send_summary(r, ambiguous.get(r.id, 0)) for r in rows]
+    purges = retention_io.purges_of(conn, [r.id for r in rows])
+    return [send_summary(r, ambiguous.get(r.id, 0), purges.get(r.id)) for r in rows]
 
 
 def get_send(conn: Connection, *, org_id: str, principal_id: str, send_id: str) -> dict[str, Any]:
@@ -151,7 +159,10 @@ def get_send(conn: Connection, *, org_id: str, principal_id: str, send_id: str) 
     events = conn.execute(select(send_recipient_events).where(send_recipient_events.c.manifest_id == send_id)
                           .order_by(send_recipient_events.c.received_at, send_recipient_events.c.id)).all()
     ambiguous = sum(1 for r in recipients if r.submission_state == SendState.OUTCOME_UNKNOWN.value)
-    out = send_summary(row, ambiguous)
+    purge = retention_io.purges_of(conn, [send_id]).get(send_id)
+    out = send_summary(row, ambiguous, purge)
+    out["content_deleted"] = (retention.deletion_note(source_id=send_id, kind=purge[0], purged_at=purge[1])
+                              if purge is not None else None)
     approval = approval_of(conn, org_id=org_id, send_id=send_id) if row.policy_outcome == "require_approval" else None
     out["policy_outcome"] = row.policy_outcome
     out["policy_versions"] = row.policy_versions

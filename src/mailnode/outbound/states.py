@@ -61,6 +61,7 @@ class StateReason(StrEnum):
     GAVE_UP = "gave_up"
     DEDUP_WINDOW_CLOSED = "dedup_window_closed"
     REALTIME_NOT_RETRIED = "realtime_not_retried"
+    RETENTION_DELETED = "retention_deleted"
     NOT_CLASSIFIED = "not_classified"
 
 
@@ -87,6 +88,9 @@ STATE_OF_REASON: dict[StateReason, SendState] = {
     StateReason.GAVE_UP: SendState.WITHHELD,
     StateReason.DEDUP_WINDOW_CLOSED: SendState.OUTCOME_UNKNOWN,
     StateReason.REALTIME_NOT_RETRIED: SendState.WITHHELD,
+    # The retention sweep's write when it deletes a pending send's sealed body (notify.retention_io;
+    # spec/transactional.md §5): nothing is left to hand over.
+    StateReason.RETENTION_DELETED: SendState.WITHHELD,
     StateReason.NOT_CLASSIFIED: SendState.WITHHELD,
 }
 
@@ -122,6 +126,8 @@ REASON_WORDS: dict[StateReason, str] = {
     StateReason.DEDUP_WINDOW_CLOSED: ("It may have left, and a retry now could deliver it twice; a person decides "
                                       "(POST /api/sends/{id}/retry with resend-may-duplicate)."),
     StateReason.REALTIME_NOT_RETRIED: "Realtime mail is tried once, inside its request; it is never retried.",
+    StateReason.RETENTION_DELETED: ("The organisation's retention setting deleted its sealed body while it still "
+                                    "waited to leave; nothing more of it will leave, and nothing restores the body."),
     StateReason.NOT_CLASSIFIED: "Its class or state is not one mailnode knows; it is stopped for a person to look at.",
 }
 
@@ -186,7 +192,8 @@ class RetryOffer:
         mode: ``none``, ``retry-effect`` (the same manifest and key again; non-acceptance is proven) or
             ``resend-may-duplicate`` (a new manifest; a recipient may get it twice).
         basis: why: ``not_yet_attempted``, ``decided``, ``acceptance_observed``, ``refused``,
-            ``throttled``, ``suppressed``, ``never_submitted``, ``duplicate_possible``, ``state_not_classified``.
+            ``throttled``, ``suppressed``, ``never_submitted``, ``duplicate_possible``, ``state_not_classified``,
+            ``content_deleted`` (retention deleted the sealed body: nothing is left to send again).
         duplicate_possible: True only for ``resend-may-duplicate``.
     """
 
@@ -214,17 +221,21 @@ _OFFER_BY_STATE: dict[SendState, RetryOffer | None] = {
 }
 
 
-def retry_offer(state: str | None, *, ambiguous_recipients: int) -> RetryOffer:
+def retry_offer(state: str | None, *, ambiguous_recipients: int, content_deleted: bool = False) -> RetryOffer:
     """The retry offer for a send in ``state`` (a stored string).
 
     ``ambiguous_recipients`` counts recipient rows in ``outcome_unknown``: each was handed to the
     transport and no answer proves it was not taken. ``outcome_unknown`` with none of them is provably
     never submitted (``retry-effect``); with any, only ``resend-may-duplicate``. An unknown state offers
-    nothing (``state_not_classified``).
+    nothing (``state_not_classified``). ``content_deleted``: retention deleted the send's sealed body
+    (spec/transactional.md §5), so nothing is offered in any state (``content_deleted``): there are no
+    bytes to hand over again, and ``POST /api/sends/{id}/retry`` answers 410 ``E_CONTENT_DELETED``.
     """
     s = parse_state(state)
     if s is None:
         return RetryOffer("none", "state_not_classified")
+    if content_deleted:
+        return RetryOffer("none", "content_deleted")
     offer = _OFFER_BY_STATE[s]
     if offer is not None:
         return offer
