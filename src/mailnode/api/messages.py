@@ -3,10 +3,16 @@
 Reading a mailbox's message list needs metadata read (``mailbox.metadata.read`` or content read);
 reading a message's headers, body or raw bytes needs ``mailbox.content.read``. Absent and not-yours
 answer alike (404). Header values are returned as JSON data and never re-rendered as headers.
+
+Content retention deleted (spec/transactional.md §5; what is deleted: ``notify.retention``) is said, never
+shown as an empty mail: every message shape carries ``content_deleted_at`` (ISO 8601 UTC, or null), and
+``GET /api/messages/{id}`` then answers null ``headers``, ``text_body`` and ``defects`` with a
+``content_deleted`` note (when, the setting, the words of ``E_CONTENT_DELETED``); ``/raw`` answers 410.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
@@ -22,22 +28,24 @@ from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
 from mailnode.mail.message_tables import cases, conversations, messages
 from mailnode.notify import holds as hold_rules
-from mailnode.notify import retention_io
+from mailnode.notify import retention, retention_io
 from mailnode.outbound.tables import send_recipient_events
 
 router = APIRouter(prefix="/api", tags=["messages"])
 
 
-def message_summary(r: Any) -> dict[str, Any]:
-    """The metadata a list shows (no body)."""
+def message_summary(r: Any, purge: tuple[str, datetime] | None = None) -> dict[str, Any]:
+    """The metadata a list shows (no body). ``purge``: ``(kind, purged_at)`` when retention deleted the
+    message's content (``retention_io.purges_of``); ``content_deleted_at`` is then its time, else null."""
     return {
+        "content_deleted_at": purge[1].isoformat() if purge is not None else None,
         "id": r.id, "mailbox_id": r.mailbox_id, "subject": r.subject, "from_name": r.from_name,
         "from_address": r.from_address, "envelope_from": r.envelope_from, "envelope_to": r.envelope_to,
         "received_at": r.received_at.isoformat(), "date": r.date.isoformat() if r.date else None,
         "automated": r.automated, "reply_refusal": r.reply_refusal,
         "authentication": {"dmarc": r.dmarc, "spf": r.spf, "dkim": r.dkim},
         "attachments": r.attachments, "dangerous_attachments": r.dangerous_attachments,
-        "report_kind": r.report_kind, "parse_error": r.parse_error,
+        "report_kind": r.report_kind, "parse_error": None if purge is not None else r.parse_error,
         "conversation_id": r.conversation_id, "case_id": r.case_id, "rfc_message_id": r.rfc_message_id,
     }
 
@@ -47,15 +55,19 @@ def _no_message(message_id: str) -> Exception:
                      fix="List messages with GET /api/mailboxes/{id}/messages.", message_id=message_id)
 
 
-def _readable_message(node: Any, caller: Any, message_id: str) -> Any:
+def _readable(conn: Any, caller: Any, message_id: str) -> Any:
     parse_id(message_id, "msg", "message_id")
-    with node.read() as conn:
-        row = conn.execute(select(messages).where(messages.c.id == message_id,
-                                                  messages.c.org_id == caller.org_id)).first()
-        if row is None or not holds(conn, caller.org_id, caller.principal_id, "mailbox.content.read", "mailbox",
-                                    row.mailbox_id):
-            raise _no_message(message_id)
+    row = conn.execute(select(messages).where(messages.c.id == message_id,
+                                              messages.c.org_id == caller.org_id)).first()
+    if row is None or not holds(conn, caller.org_id, caller.principal_id, "mailbox.content.read", "mailbox",
+                                row.mailbox_id):
+        raise _no_message(message_id)
     return row
+
+
+def _readable_message(node: Any, caller: Any, message_id: str) -> Any:
+    with node.read() as conn:
+        return _readable(conn, caller, message_id)
 
 
 @router.get("/mailboxes/{mailbox_id}/messages")
@@ -69,17 +81,31 @@ def list_messages(mailbox_id: str, node: NodeDep, caller: CallerDep, page: PageD
         if page.cursor:
             q = q.where(messages.c.id < page.cursor)
         rows = conn.execute(q.order_by(messages.c.id.desc()).limit(page.limit)).all()
-    return paged("messages", [message_summary(r) for r in rows], page)
+        purges = retention_io.purges_of(conn, [r.id for r in rows])
+    return paged("messages", [message_summary(r, purges.get(r.id)) for r in rows], page)
 
 
 @router.get("/messages/{message_id}")
 def get_message(message_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """One message with its headers (as data) and text body (content read)."""
-    row = _readable_message(node, caller, message_id)
-    out = message_summary(row)
-    out.update({"headers": [{"name": n, "value": v} for n, v in row.headers], "text_body": row.text_body,
-                "in_reply_to": row.in_reply_to, "references": row.references, "defects": row.defects,
-                "size_bytes": row.size_bytes, "sha256": row.raw_sha256})
+    """One message with its headers (as data) and text body (content read).
+
+    Once retention deleted its content: ``headers``, ``text_body`` and ``defects`` are null (whatever the
+    row still holds), ``content_deleted_at`` is set and ``content_deleted`` is
+    ``retention.deletion_note`` (``{at, setting, words, fix}``); otherwise ``content_deleted`` is null.
+    """
+    with node.read() as conn:
+        row = _readable(conn, caller, message_id)
+        purge = retention_io.purges_of(conn, [row.id]).get(row.id)
+    out = message_summary(row, purge)
+    out.update({"in_reply_to": row.in_reply_to, "references": row.references, "size_bytes": row.size_bytes,
+                "sha256": row.raw_sha256})
+    if purge is not None:
+        out.update({"headers": None, "text_body": None, "defects": None,
+                    "content_deleted": retention.deletion_note(source_id=row.id, kind=purge[0],
+                                                               purged_at=purge[1])})
+    else:
+        out.update({"headers": [{"name": n, "value": v} for n, v in row.headers], "text_body": row.text_body,
+                    "defects": row.defects, "content_deleted": None})
     return {"message": out}
 
 
@@ -111,8 +137,9 @@ def get_conversation(conversation_id: str, node: NodeDep, caller: CallerDep) -> 
                             conversation_id=conversation_id)
         case_rows = conn.execute(select(cases).where(cases.c.conversation_id == conversation_id,
                                                      cases.c.mailbox_id.in_(sorted(visible)))).all()
+        purges = retention_io.purges_of(conn, [r.id for r in rows])
     return {"conversation": {"id": conv.id, "subject": conv.subject, "created_at": conv.created_at.isoformat(),
-                             "messages": [message_summary(r) for r in rows],
+                             "messages": [message_summary(r, purges.get(r.id)) for r in rows],
                              "cases": [cases_mod.case_json(c) for c in case_rows]}}
 
 

@@ -15,7 +15,9 @@
 - ``resend_may_duplicate`` (mode ``resend-may-duplicate``): a person, a reason and
   ``accept_duplicate_risk: true``; a new manifest (``resend_of``) sealed through the same seal, to the
   recipients the first one may not have reached, entering the hold window. ``send.resent``.
-Unknown or undisclosed sends are ``E_NO_SUCH_SEND`` (404) alike.
+Unknown or undisclosed sends are ``E_NO_SUCH_SEND`` (404) alike. A send whose sealed body retention deleted
+is refused by both modes up front, before the offer is read and with nothing written: 410
+``E_CONTENT_DELETED`` (spec/transactional.md §5; re-queuing it would only reach a dispatch with no body).
 """
 
 from __future__ import annotations
@@ -122,9 +124,21 @@ def release_hold(conn: Connection, *, org_id: str, principal_id: str, at: dateti
     return conn.execute(select(send_manifests).where(m.id == send_id)).one()
 
 
+def _refuse_deleted(conn: Connection, send_id: str) -> None:
+    """Raise ``E_CONTENT_DELETED`` (410) when retention deleted the send's sealed body (one statement)."""
+    deleted = retention_io.content_refusal(conn, source_id=send_id)
+    if deleted is not None:
+        raise deleted
+
+
 def retry_effect(conn: Connection, *, org_id: str, principal_id: str, at: datetime, send_id: str) -> str:
-    """Put a send whose non-acceptance is proven back to ``held`` (same key); returns ``held``."""
+    """Put a send whose non-acceptance is proven back to ``held`` (same key); returns ``held``.
+
+    Raises ``E_NO_SUCH_SEND`` (404), ``E_CONTENT_DELETED`` (410: retention deleted its body; checked before
+    the offer, nothing written), ``E_RETRY_NOT_PROVEN`` and ``E_RETRY_RACED`` (409).
+    """
     row = _proposable(conn, org_id, principal_id, send_id)
+    _refuse_deleted(conn, send_id)
     offer = retry_offer(row.state, ambiguous_recipients=ambiguous_count(conn, send_id))
     if offer.mode != "retry-effect":
         raise conflict("E_RETRY_NOT_PROVEN", f"Send {send_id} cannot be retried as the same effect.",
@@ -153,7 +167,8 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
 
     Raises ``E_NO_SUCH_SEND`` (404), ``E_RESEND_REASON_REQUIRED`` / ``E_DUPLICATE_RISK_NOT_ACCEPTED``
     (422), ``E_RESEND_NOT_OFFERED`` (409), ``E_RESEND_NEEDS_A_PERSON`` (403), ``E_CONTENT_DELETED`` (410:
-    retention deleted the body, spec/transactional.md §5), and the seal's codes.
+    retention deleted the body, spec/transactional.md §5; checked before the offer, and again when the
+    body is read), and the seal's codes.
     """
     if prefix_of(principal_id) != "usr":
         raise MailnodeError(code="E_RESEND_NEEDS_A_PERSON", what="Only a person may accept a duplicate risk.",
@@ -168,6 +183,7 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
                       "Send accept_duplicate_risk: true if that is acceptable.")
     with node.read() as conn:
         row = _proposable(conn, org_id, principal_id, send_id)
+        _refuse_deleted(conn, send_id)
         offer = retry_offer(row.state, ambiguous_recipients=ambiguous_count(conn, send_id))
         pending = {r.address.lower() for r in conn.execute(
             select(send_recipients.c.address).where(send_recipients.c.manifest_id == send_id,
