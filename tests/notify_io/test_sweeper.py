@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
-from mailnode import budgets
+from mailnode import authz, budgets
+from mailnode.directory.tables import relationship_tuples
 from mailnode.notify import sweeper
+from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.tables import send_manifests
+from tests.governance.conftest import World
 from tests.support.resend_emulator import Fault
 
 from .conftest import T0, Org
@@ -135,3 +138,27 @@ def test_the_retention_hook_runs_before_the_send_passes_even_while_shut(org: Org
         sweeper.PRE_SEND_PASSES.remove(retention)
     assert seen == [T0] and report.pre_passes >= 1 and report.plan is not None
     assert report.plan.send_mode.value == "none"
+
+
+
+def test_a_probe_is_not_spent_on_a_send_a_gate_stops_before_the_provider(org: Org) -> None:
+    leaver = World(org.node, org.installed).person("leaver@example.test", ("send.propose", org.installed.mailbox_id))
+    stopped = seal(org.node, org_id=org.installed.org_id, author_id=leaver.id, request=SealRequest(
+        mailbox_id=org.installed.mailbox_id, to=["first@remote.test"], subject="Notice", body="Hello",
+        mail_class="deferrable"))
+    later = org.deferrable(to="second@remote.test")
+    org.emulator.add_fault(Fault(status=429, name="daily_quota_exceeded"))
+    sweeper.run_pass(org.node)
+    assert org.requests() == 1 and org.send(stopped.id).state == "throttled"
+    # During the pause its author loses send.propose: at its next hand-over a gate stops it before the
+    # provider is asked, so it cannot be the probe; the probe is still owed and the next send carries it.
+    with org.node.begin() as conn:
+        (grant,) = conn.execute(select(relationship_tuples.c.id).where(
+            relationship_tuples.c.subject_id == leaver.id)).all()
+        authz.revoke(conn, org_id=org.installed.org_id, actor_id=org.installed.user_id, at=org.clock.now(),
+                     grant_id=grant.id)
+    org.clock.set(datetime(2026, 3, 11, 0, 10, tzinfo=UTC))
+    report = sweeper.run_pass(org.node)
+    assert report.plan is not None and report.plan.send_mode.value == "probe_one"
+    assert (org.send(stopped.id).state, org.send(stopped.id).state_reason) == ("withheld", "authority_lost")
+    assert org.send(later.id).state == "handed_over" and org.requests() == 2

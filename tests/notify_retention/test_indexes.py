@@ -52,5 +52,8 @@ def test_the_sweepers_age_out_query_reads_by_mail_class_and_age(node: Node) -> N
     q = (select(send_manifests).where(sweeper.sweep_queries(node, node.clock.now())["age_out"])
          .order_by(send_manifests.c.id).limit(50))
     plan = _plan(node, q)
-    assert "ix_send_manifests_age_out" in plan, plan
     assert _scans(node, plan, ("send_manifests",)) == [], plan
+    if node.engine.dialect.name == "sqlite":
+        # The state is one IN, so every column of the index bounds the search, not the class alone.
+        # (PostgreSQL's planner may pick another state index on an empty table; no scan is what holds.)
+        assert "ix_send_manifests_age_out (mail_class=? AND state=? AND sealed_at<?)" in plan, plan

@@ -8,7 +8,8 @@ A pass, in order (``sweeper_rules.pass_plan`` first):
 2. stranded claims: every send (any class) whose claim's lease expired — its worker died mid-send;
 3. age-outs: deferrable mail past the give-up age, and realtime mail left pending (never retried);
 4. re-drives, only when the plan's ``send_mode`` allows: deferrable mail that may move, and ambiguous
-   deferrable mail inside its key's window. ``probe_one`` stops after one hand-over unless it was accepted.
+   deferrable mail inside its key's window. ``probe_one`` stops after the first send that reached the
+   provider unless it was accepted (a send a gate stopped before the transport is not the probe).
 
 For every row ``sweeper_rules.decide_row`` gives the verdict; each verdict but ``skip_leased`` either hands
 the send over under a claim or writes a state that takes it out of every sweep query (a stranded claim
@@ -68,6 +69,9 @@ PRE_SEND_PASSES: list[PrePass] = []
 _PENDING = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value,
             SendState.OUTCOME_UNKNOWN.value)
 _NOT_YET_LEFT = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value)
+#: Dispatch answers that end before the transport is asked (a gate, or the row moved): under
+#: ``probe_one`` they are not the probe, which the next row still owes.
+_NEVER_ASKED_THE_PROVIDER = (None, SendState.AWAITING.value, SendState.WITHHELD.value)
 
 
 def register_pre_send_pass(fn: PrePass) -> None:
@@ -198,8 +202,10 @@ def _age_out_where(node: Node, now: datetime) -> ColumnElement[bool]:
     # Realtime mail still pending a lease after it was sealed was abandoned by its request: never retried.
     realtime = and_(m.mail_class == MailClass.REALTIME.value,
                     m.sealed_at <= now - timedelta(seconds=s.sweeper_lease_seconds))
-    waiting = or_(m.state.in_(_NOT_YET_LEFT), and_(m.state == SendState.OUTCOME_UNKNOWN.value,
-                                                  m.state_reason.is_(None)))
+    # One IN over the state (not an OR of two state tests), so the (mail_class, state, sealed_at) index
+    # serves all three columns on both databases.
+    waiting = and_(m.state.in_(_PENDING), or_(m.state != SendState.OUTCOME_UNKNOWN.value,
+                                              m.state_reason.is_(None)))
     return and_(waiting, unleased, or_(deferrable, realtime))
 
 
@@ -260,8 +266,9 @@ async def _redrive(node: Node, status: ProviderStatus, rules: SweepRules, transp
             report.dispatched.append(result)
             if result.state is None and result.detail == StateReason.PROVIDER_UNAVAILABLE.value:
                 return
-            if plan.send_mode is SendMode.PROBE_ONE and result.state != SendState.HANDED_OVER.value:
-                return
+            if plan.send_mode is SendMode.PROBE_ONE and result.state not in _NEVER_ASKED_THE_PROVIDER:
+                if result.state != SendState.HANDED_OVER.value:
+                    return
             with node.read() as conn:
                 status = provider_io.read_status(conn, transport.capabilities.name)
             plan = pass_plan(status, node.clock.now(), plan.batch_max)
