@@ -240,6 +240,13 @@ def _standing(conn: Connection, approval_id: str, caller_id: str) -> _Standing:
     return st
 
 
+def open_stage(conn: Connection, approval_id: str) -> tuple[Stage | None, frozenset[str]]:
+    """The approval's open stage now (the first with fewer standing approvals than it needs; None when every
+    stage is filled) and everyone who has decided it so far, withdrawn decisions included (two statements)."""
+    st = _standing(conn, approval_id, caller_id="")
+    return st.open_stage(), frozenset(st.deciders)
+
+
 def _lock(conn: Connection, org_id: str, approval_id: str) -> Any:
     parse_id(approval_id, "apr", "approval_id")
     return conn.execute(select(approvals).where(approvals.c.id == approval_id, approvals.c.org_id == org_id)

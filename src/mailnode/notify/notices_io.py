@@ -185,15 +185,14 @@ def open_stage_deciders(conn: Connection, org_id: str, approval_id: str) -> Aske
     holders on the scope, within the stage's team when it names one, minus the asker and everyone who
     already decided); None when the approval is gone or no longer pending (nobody needs asking).
 
-    The open stage is governance's (``approvals._standing(...).open_stage()``: the first stage with fewer
-    standing approvals than it needs), read here rather than restated. Four or five statements.
+    The open stage is governance's (``approvals.open_stage``: the first stage with fewer standing approvals
+    than it needs), read here rather than restated. Four or five statements.
     """
     a = conn.execute(select(approvals_table).where(approvals_table.c.id == approval_id,
                                                    approvals_table.c.org_id == org_id)).first()
     if a is None or a.state != ap.ApprovalState.PENDING.value:
         return None
-    standing = ap._standing(conn, approval_id, caller_id="")
-    stage = standing.open_stage()
+    stage, decided = ap.open_stage(conn, approval_id)
     if stage is None:
         return None
     stage_id = conn.execute(select(approval_stages.c.id).where(approval_stages.c.approval_id == approval_id,
@@ -205,7 +204,7 @@ def open_stage_deciders(conn: Connection, org_id: str, approval_id: str) -> Aske
                            scope_id=a.scope_id)
     roster = ap.rosters(conn, {stage.team_id}).get(stage.team_id, frozenset()) if stage.team_id else None
     return AskedStage(str(stage_id), stage.ordinal,
-                      notices.stage_deciders(holders, roster, a.actor_id, standing.deciders))
+                      notices.stage_deciders(holders, roster, a.actor_id, decided))
 
 
 def contact_address(conn: Connection, user_id: str) -> str | None:
