@@ -6,12 +6,20 @@ or sent by a refused request (checked in the manifests and at the provider)."""
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
-from mailnode.api.mail import FINGERPRINT_FIELDS, MailFingerprint, differing_fields
+from mailnode.api.mail import (
+    FINGERPRINT_FIELDS,
+    MailFingerprint,
+    ReplayAnswer,
+    differing_fields,
+    realtime_replay_answer,
+)
 from mailnode.authz import MAILBOX_RELATIONS, grant_unchecked
 from mailnode.directory.domains import add_domain
 from mailnode.directory.people import create_user
@@ -19,8 +27,10 @@ from mailnode.directory.tables import organisations
 from mailnode.directory.tokens import create_token
 from mailnode.ids import new_id
 from mailnode.mail.mailboxes import create_mailbox
+from mailnode.outbound.states import SendState
 from mailnode.outbound.tables import send_manifests
 from tests.conftest import bearer
+from tests.support.resend_emulator import Fault
 
 from .conftest import Org, mail_body
 
@@ -242,3 +252,47 @@ def test_an_application_calling_administrator_and_person_routes_is_refused(
     retention = api.get("/api/settings/retention", headers=bearer(org.installed.token)).json()["retention"]
     assert retention["ceiling_seconds"] != 60
     assert api.get("/api/holds", headers=bearer(org.installed.token)).json()["holds"] == []
+
+
+# --- a replay while the first request is still with the provider -----------------------------------
+
+
+def test_a_realtime_replay_while_the_first_is_with_the_provider_says_so_and_sends_nothing(
+        api: Any, org: Org, app_token: str) -> None:
+    """A client that timed out and retries with its key must not read "cannot be sent" for a mail that is
+    being sent: it gets 409 ``E_MAIL_IN_FLIGHT`` naming the send, and the settled answer after."""
+    h = bearer(app_token)
+    # The provider stores the mail, then takes a while to answer.
+    org.emulator.add_fault(Fault(delay_after_accept=2.0))
+    first: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: first.update(r=api.post("/api/mail", json=mail_body(org), headers=h)))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not org.emulator.sends() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert org.emulator.sends(), "the first request reached the provider"
+        replay = api.post("/api/mail", json=mail_body(org), headers=h)
+    finally:
+        thread.join(timeout=30)
+    body = _assert_error(replay, 409, "E_MAIL_IN_FLIGHT")
+    assert first["r"].status_code == 200, first["r"].text
+    assert body["detail"]["send_id"] == first["r"].json()["mail"]["id"]
+    settled = api.post("/api/mail", json=mail_body(org), headers=h)
+    assert settled.status_code == 200 and settled.json()["mail"]["state"] == "handed_over"
+    assert org.requests() == 1 and _manifests(org) == 1
+
+
+@pytest.mark.parametrize("claimed", [False, True])
+@pytest.mark.parametrize("state", list(SendState))
+def test_realtime_replay_answer_is_total_over_the_states(state: SendState, claimed: bool) -> None:
+    expected = {SendState.HANDED_OVER: ReplayAnswer.ACCEPTED, SendState.HELD: ReplayAnswer.IN_FLIGHT,
+                SendState.AWAITING: ReplayAnswer.IN_FLIGHT, SendState.THROTTLED: ReplayAnswer.IN_FLIGHT}
+    if claimed:
+        expected[SendState.OUTCOME_UNKNOWN] = ReplayAnswer.IN_FLIGHT
+    assert realtime_replay_answer(state.value, claimed=claimed) is expected.get(state, ReplayAnswer.UNAVAILABLE)
+
+
+@pytest.mark.parametrize("claimed", [False, True])
+def test_realtime_replay_answer_fails_closed_on_a_state_it_does_not_know(claimed: bool) -> None:
+    assert realtime_replay_answer("sent", claimed=claimed) is ReplayAnswer.UNAVAILABLE

@@ -6,7 +6,9 @@ answers 200 only after the provider accepted the mail, or the vague 503 (``E_SEN
 it over. The same ``idempotency_key`` from the same principal returns the same send, never a second one;
 the same key with a different mail (another mailbox, class, recipient set, subject or text) is refused
 ``E_IDEMPOTENCY_KEY_REUSED`` (409, ``detail.send_id`` the first send, ``detail.differs`` the fields), so a
-caller is never told that a mail it did not send was sent. A subject with no visible character is refused
+caller is never told that a mail it did not send was sent. A realtime replay while the first request is
+still with the provider answers ``E_MAIL_IN_FLIGHT`` (409, ``detail.send_id``), not the 503 that would
+read as a failure (``realtime_replay_answer``). A subject with no visible character is refused
 ``E_MAIL_SUBJECT_EMPTY`` (422) before anything is sealed. Correspondence is not sent here
 (``POST /api/sends``).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from fastapi import APIRouter
@@ -125,6 +128,58 @@ def key_reused(send_id: str, key: str, differs: tuple[str, ...]) -> MailnodeErro
                     send_id=send_id, idempotency_key=key[:80], differs=list(differs))
 
 
+class ReplayAnswer(StrEnum):
+    """What a realtime replay (or the request that sealed it) answers, from the send's state.
+
+    - ``accepted``: 200 with the mail (the provider took it).
+    - ``in_flight``: 409 ``E_MAIL_IN_FLIGHT``: the request that sealed it is still waiting for the provider
+      (or died; the sweeper makes it terminal after ``sweeper_lease_seconds``). Ask again with the key.
+    - ``unavailable``: the vague 503 ``E_SEND_UNAVAILABLE`` with ``detail.send_id``: it will not go.
+    """
+
+    ACCEPTED = "accepted"
+    IN_FLIGHT = "in_flight"
+    UNAVAILABLE = "unavailable"
+
+
+#: Total over ``SendState`` for a send nobody holds a claim on: not yet handed over and not terminal is in
+#: flight (its request makes any failure terminal before answering); everything else that did not leave
+#: will not. A claimed send (``outcome_unknown`` under a lease: dispatch's mark while the provider is
+#: asked) is in flight whatever this says (``realtime_replay_answer``).
+REALTIME_REPLAY: dict[SendState, ReplayAnswer] = {
+    SendState.HANDED_OVER: ReplayAnswer.ACCEPTED,
+    SendState.HELD: ReplayAnswer.IN_FLIGHT,
+    SendState.AWAITING: ReplayAnswer.IN_FLIGHT,
+    SendState.THROTTLED: ReplayAnswer.IN_FLIGHT,
+    SendState.CANCELLED: ReplayAnswer.UNAVAILABLE,
+    SendState.WITHHELD: ReplayAnswer.UNAVAILABLE,
+    SendState.REFUSED: ReplayAnswer.UNAVAILABLE,
+    SendState.SUPPRESSED: ReplayAnswer.UNAVAILABLE,
+    SendState.OUTCOME_UNKNOWN: ReplayAnswer.UNAVAILABLE,
+}
+
+
+def realtime_replay_answer(state: str, *, claimed: bool) -> ReplayAnswer:
+    """The answer for a realtime send in stored ``state``; ``claimed``: its ``lease_until`` is set (a
+    dispatch is asking the provider now). ``unavailable`` for a state never seen (fail closed). Pure."""
+    try:
+        known = SendState(state)
+    except ValueError:
+        return ReplayAnswer.UNAVAILABLE
+    if claimed and known is SendState.OUTCOME_UNKNOWN:
+        return ReplayAnswer.IN_FLIGHT
+    return REALTIME_REPLAY[known]
+
+
+def in_flight(send_id: str) -> MailnodeError:
+    """409 ``E_MAIL_IN_FLIGHT``: the first request with this key is still waiting for the provider."""
+    return conflict("E_MAIL_IN_FLIGHT", f"The mail {send_id} under this idempotency key is still being sent.",
+                    "The request that sealed it has not had the provider's answer yet; realtime mail is tried "
+                    "once, so this request sends nothing.",
+                    f"Repeat this request with the same key in a moment, or read GET /api/mail/{send_id}.",
+                    send_id=send_id)
+
+
 def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str, Any]:
     """The API shape of one send the caller sealed; ``E_NO_SUCH_MAIL`` (404) otherwise."""
     parse_id(send_id, "snd", "id")
@@ -157,7 +212,13 @@ def _answer(node: Any, caller: Any, send_id: str, mail_class: MailClass, body: M
 def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSONResponse:
     mail = mail_json(node, caller.org_id, caller.principal_id, send_id)
     if mail_class == MailClass.REALTIME.value:
-        if mail["state"] != SendState.HANDED_OVER.value:
+        with node.read() as conn:
+            row = conn.execute(select(send_manifests.c.state, send_manifests.c.lease_until)
+                               .where(send_manifests.c.id == send_id)).one()
+        answer = realtime_replay_answer(row.state, claimed=row.lease_until is not None)
+        if answer is ReplayAnswer.IN_FLIGHT:
+            raise in_flight(send_id)
+        if answer is not ReplayAnswer.ACCEPTED:
             raise unavailable(send_id)
         return JSONResponse({"mail": mail}, status_code=200)
     return JSONResponse({"mail": mail}, status_code=202)
