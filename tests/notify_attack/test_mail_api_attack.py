@@ -162,6 +162,8 @@ def test_a_mail_without_a_subject_is_refused_before_any_provider_request(
     ({"class": 1}, 422, "E_REQUEST_INVALID"),
     ({"idempotency_key": ""}, 422, "E_REQUEST_INVALID"),
     ({"idempotency_key": "k" * 257}, 422, "E_REQUEST_INVALID"),
+    ({"idempotency_key": "k\x00"}, 422, "E_IDEMPOTENCY_KEY_MALFORMED"),
+    ({"idempotency_key": "k\r\nX-Evil: 1"}, 422, "E_IDEMPOTENCY_KEY_MALFORMED"),
     ({"mailbox_id": "mbx_bogus"}, 422, "E_ID_MALFORMED"),
     ({"mailbox_id": "mbx_01M8NDC63XK1QB9KVJ6955K55Q"}, 404, "E_MAY_NOT_SEND_AS_MAILBOX"),
     ({"sender_address": "ceo@example.test"}, 422, "E_REQUEST_INVALID"),

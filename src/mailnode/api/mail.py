@@ -9,13 +9,15 @@ the same key with a different mail (another mailbox, class, recipient set, subje
 caller is never told that a mail it did not send was sent. A realtime replay while the first request is
 still with the provider answers ``E_MAIL_IN_FLIGHT`` (409, ``detail.send_id``), not the 503 that would
 read as a failure (``realtime_replay_answer``). A subject with no visible character is refused
-``E_MAIL_SUBJECT_EMPTY`` (422) before anything is sealed. Correspondence is not sent here
+``E_MAIL_SUBJECT_EMPTY`` (422) and a key holding a control character ``E_IDEMPOTENCY_KEY_MALFORMED`` (422,
+PostgreSQL cannot store NUL) before anything is read or sealed. Correspondence is not sent here
 (``POST /api/sends``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -229,14 +231,22 @@ def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSO
 def post_mail(body: MailIn, node: NodeDep, caller: CallerDep) -> JSONResponse:
     """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key.
 
-    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_MAIL_SUBJECT_EMPTY`` (422), the seal's codes,
-    ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime mail, ``E_SEND_UNAVAILABLE`` (503).
+    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_IDEMPOTENCY_KEY_MALFORMED`` / ``E_MAIL_SUBJECT_EMPTY`` (422), the
+    seal's codes, ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime mail, ``E_MAIL_IN_FLIGHT`` (409) or
+    ``E_SEND_UNAVAILABLE`` (503).
     """
     mail_class = parse_mail_class(body.mail_class)
     if mail_class is None or mail_class not in _CLASSES:
         raise invalid("E_MAIL_CLASS_UNKNOWN", f"{body.mail_class[:40]!r} is not a class this route sends.",
                       "POST /api/mail sends realtime or deferrable mail; correspondence goes through POST /api/sends.",
                       "Send class realtime or deferrable.", mail_class=body.mail_class[:40])
+    bad = next((c for c in body.idempotency_key if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise invalid("E_IDEMPOTENCY_KEY_MALFORMED",
+                      f"The idempotency key contains the control character U+{ord(bad):04X}.",
+                      "A key is printable text: it is stored and compared as text, and PostgreSQL cannot hold NUL.",
+                      "Send an idempotency_key of printable characters, e.g. a UUID.",
+                      character=f"U+{ord(bad):04X}")
     if not body.subject.strip():
         raise invalid("E_MAIL_SUBJECT_EMPTY", "The mail has no subject.",
                       "Application mail needs a subject: providers refuse mail without one (Resend: "
