@@ -46,7 +46,7 @@ def test_the_default_class_is_correspondence() -> None:
             True,
         ),
         ("realtime", DeliveredBy.REQUEST, RetryRule.NEVER, FailureRule.TERMINAL_VAGUE_503, False),
-        ("deferrable", DeliveredBy.SWEEPER, RetryRule.SWEEPER, FailureRule.AGED_OUT, True),
+        ("deferrable", DeliveredBy.FIRST_BY_DISPATCH_THEN_SWEEPER, RetryRule.SWEEPER, FailureRule.AGED_OUT, True),
     ],
 )
 def test_spec_section_1_table(

@@ -50,13 +50,15 @@ class DeliveredBy(StrEnum):
 
     - ``dispatch_sweep``: the outbound dispatch sweep, after the hold window and every gate.
     - ``request``: the request that created it, synchronously, before it answers.
-    - ``sweeper``: queued, then the notify sweeper (spec/transactional.md §3).
+    - ``first_by_dispatch_then_sweeper``: queued; the dispatch sweep makes its first hand-over as soon as
+      it may move (a notice reaches a person within a dispatch interval), and anything that fails comes
+      round through the notify sweeper only (spec/transactional.md §3).
     - ``nobody``: an unknown class (fail closed).
     """
 
     DISPATCH_SWEEP = "dispatch_sweep"
     REQUEST = "request"
-    SWEEPER = "sweeper"
+    FIRST_BY_DISPATCH_THEN_SWEEPER = "first_by_dispatch_then_sweeper"
     NOBODY = "nobody"
 
 
@@ -134,7 +136,7 @@ CLASS_RULES: dict[MailClass, ClassRules] = {
         swept=False,
     ),
     MailClass.DEFERRABLE: ClassRules(
-        delivered_by=DeliveredBy.SWEEPER,
+        delivered_by=DeliveredBy.FIRST_BY_DISPATCH_THEN_SWEEPER,
         retry=RetryRule.SWEEPER,
         on_failure=FailureRule.AGED_OUT,
         gates=UNIVERSAL_GATES,

@@ -68,7 +68,7 @@ from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
 from mailnode.notify import provider_io, retention_io
 from mailnode.notify.classes import MailClass, parse_mail_class
-from mailnode.notify.provider import BreakerState, breaker_state
+from mailnode.notify.provider import BreakerState, breaker_state, may_send
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.states import (
     REASON_WORDS,
@@ -358,28 +358,39 @@ _BREAKER_RECHECKS = tuple(sorted(breakers.REASON_OF.values()))
 
 def due_ids(node: Node, limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None,
             transport_name: str | None = None) -> list[str]:
-    """Ids of correspondence movable now, at most ``limit`` (two statements: the provider breaker, then
-    the sends): sends that may go first, oldest ``release_at`` first; then sends waiting behind a rate
-    breaker whose recheck time has come, oldest first.
+    """Ids of mail movable now, at most ``limit`` (two statements: the provider breaker, then the sends):
+    sends that may go first, oldest ``release_at`` first; then sends waiting behind a rate breaker whose
+    recheck time has come, oldest first.
 
-    Only correspondence: realtime mail goes inside its request and deferrable mail through the notify
-    sweeper (``notify.classes.DeliveredBy``), each under its own rules. While the breaker refuses
-    correspondence, sends waiting ``awaiting/provider_unavailable`` are not read (``movable_now``).
-    Rechecks come last so that one organisation's tripped breaker, however many sends it gates, never
-    takes a batch's place from another organisation's mail (each recheck moves the send's ``release_at``
-    past ``now``, so the rechecks themselves take turns too).
+    Correspondence, and deferrable mail's **first** hand-over (``attempts == 0``, younger than the give-up
+    age), so a notice or an application's queued mail leaves within a dispatch interval rather than a
+    sweeper interval; once an attempt has failed, deferrable mail is the notify sweeper's, under its three
+    refusals (``notify.classes.DeliveredBy``). Deferrable mail is not taken while the provider refuses its
+    class or while the breaker owes a probe (the sweeper probes with one send). Realtime mail goes inside
+    its request. While the breaker refuses correspondence, sends waiting ``awaiting/provider_unavailable``
+    are not read (``movable_now``). Rechecks come last so that one organisation's tripped breaker, however
+    many sends it gates, never takes a batch's place from another organisation's mail (each recheck moves
+    the send's ``release_at`` past ``now``, so the rechecks themselves take turns too).
     """
     now = node.clock.now()
+    limits = provider_io.limits_of(node.settings)
     with node.read() as conn:
-        shut = not provider_io.decide(conn, transport_name or node.settings.transport, MailClass.CORRESPONDENCE.value, now,
-                                      provider_io.limits_of(node.settings)).allowed
-    q = select(send_manifests.c.id).where(movable_now_sql(now, provider_shut=shut),
-                                          send_manifests.c.mail_class == MailClass.CORRESPONDENCE.value)
+        status = provider_io.read_status(conn, transport_name or node.settings.transport)
+    correspondence = may_send(status, MailClass.CORRESPONDENCE, now, limits)
+    provider_io.emit(correspondence.logs)
+    deferrable = may_send(status, MailClass.DEFERRABLE, now, limits)
+    m = send_manifests.c
+    classes = m.mail_class == MailClass.CORRESPONDENCE.value
+    if deferrable.allowed and not deferrable.probe:
+        first_deferrable = and_(m.mail_class == MailClass.DEFERRABLE.value, m.attempts == 0,
+                                m.sealed_at > now - timedelta(seconds=node.settings.sweeper_give_up_age_seconds))
+        classes = or_(classes, first_deferrable)
+    q = select(m.id).where(movable_now_sql(now, provider_shut=not correspondence.allowed), classes)
     if mailbox_ids is not None:
-        q = q.where(send_manifests.c.mailbox_id.in_(mailbox_ids))
+        q = q.where(m.mailbox_id.in_(mailbox_ids))
     with node.read() as conn:
-        recheck = case((send_manifests.c.state_reason.in_(_BREAKER_RECHECKS), 1), else_=0)
-        q = q.order_by(recheck, send_manifests.c.release_at, send_manifests.c.id).limit(limit)
+        recheck = case((m.state_reason.in_(_BREAKER_RECHECKS), 1), else_=0)
+        q = q.order_by(recheck, m.release_at, m.id).limit(limit)
         return [r.id for r in conn.execute(q).all()]
 
 
