@@ -263,13 +263,14 @@ def _clear_message(conn: Connection, message_id: str) -> None:
     conn.execute(update(messages).where(messages.c.id == message_id).values(**retention.MESSAGE_CLEARED))
 
 
-def _end_send(conn: Connection, *, org_id: str, send_id: str, now: datetime, retention_reason: str) -> bool:
+def _end_send(conn: Connection, *, org_id: str, send_id: str, before: str, now: datetime,
+              retention_reason: str) -> bool:
     """Make a pending send whose body is being deleted ``withheld/retention_deleted``, in the purge's
     transaction: recipients that never left follow, a pending approval of it is settled ``cancelled``,
     ``send.withheld`` is audited (the notice sweep tells its author). Guarded: the send must still be
-    pending and under no live lease; returns False (nothing written) when it moved meanwhile."""
+    pending and under no live lease; returns False (nothing written) when it moved meanwhile. ``before``
+    is the state the scan read (audited as ``from``)."""
     m = send_manifests.c
-    before = conn.execute(select(m.state).where(m.id == send_id)).scalar()
     reason = StateReason.RETENTION_DELETED
     words = retention.content_deleted(source_id=send_id, kind=retention.ContentKind.SEALED_BODY.value,
                                       purged_at=now).what
@@ -332,8 +333,9 @@ def sweep_org(node: Node, *, org_id: str, now: datetime, scan_max: int = budgets
         for sid in page.delete:
             row = by_id[sid]
             send = sends.get(sid)
-            if retention.purge_ends_send(row.kind, send.state if send is not None else None):
-                if not _end_send(conn, org_id=org_id, send_id=sid, now=now, retention_reason=reasons[sid]):
+            if send is not None and retention.purge_ends_send(row.kind, send.state):
+                if not _end_send(conn, org_id=org_id, send_id=sid, before=send.state, now=now,
+                                 retention_reason=reasons[sid]):
                     raced.append(sid)
                     continue
                 withheld.append(sid)
