@@ -106,6 +106,9 @@ def test_a_scrape_reads_the_quota_sends_runs_sweeper_outcomes_and_a_pause(
     _, token = app_token(served)
     app = Client(base, token)
 
+    # Its first hand-over fails, so the one that succeeds is the notify sweeper's re-drive (the dispatch
+    # sweep takes at most a deferrable send's first hand-over): the sweeper's outcomes count it.
+    emulator.add_fault(Fault(status=500, name="application_error"))
     first = app.call("POST", "/api/mail", json=mail(served, "deferrable", "first")).json()["mail"]["id"]
     wait_for("the first send handed over",
              lambda: app.call("GET", f"/api/mail/{first}").json()["mail"]["state"] == "handed_over")
@@ -120,7 +123,7 @@ def test_a_scrape_reads_the_quota_sends_runs_sweeper_outcomes_and_a_pause(
     assert _sample(s, "mailnode_provider_quota_percent", transport="resend") == 85.0
     assert _sample(s, "mailnode_provider_breaker", transport="resend", state="open") == 1.0
     assert _sample(s, "mailnode_sends", state="handed_over", mail_class="deferrable") == 1.0
-    assert _sample(s, "mailnode_sweeper_rows_total", verdict="send") == 1.0
+    assert (_sample(s, "mailnode_sweeper_rows_total", verdict="send") or 0) >= 1
     assert _sample(s, "mailnode_butler_runs", state="finished") == 1.0
 
     # The provider's quota runs out: the pause, when it ends, and the reading pinned at the limit.
@@ -136,8 +139,8 @@ def test_a_scrape_reads_the_quota_sends_runs_sweeper_outcomes_and_a_pause(
     assert _sample(s, "mailnode_provider_quota_used", transport="resend") == 100.0
     assert _sample(s, "mailnode_provider_quota_percent", transport="resend") == 100.0
     assert _sample(s, "mailnode_sends", state="throttled", mail_class="deferrable") == 1.0
-    assert _sample(s, "mailnode_sweeper_rows_total", verdict="send") == 2.0
     assert app.call("GET", f"/api/mail/{second}").json()["mail"]["state"] == "throttled"
-    wait_for("a pass that sends nothing while the breaker is shut",
-             lambda: (_sample(_scrape(admin), "mailnode_sweeper_passes_total", send_mode="none") or 0) >= 1)
-    assert _sample(_scrape(admin), "mailnode_sweeper_rows_total", verdict="send") == 2.0
+    sent = _sample(s, "mailnode_sweeper_rows_total", verdict="send")
+    wait_for("two passes that send nothing while the breaker is shut",
+             lambda: (_sample(_scrape(admin), "mailnode_sweeper_passes_total", send_mode="none") or 0) >= 2)
+    assert _sample(_scrape(admin), "mailnode_sweeper_rows_total", verdict="send") == sent
