@@ -17,6 +17,7 @@ from mailnode.cli import app as cli_app
 from mailnode.config import Settings
 from mailnode.notify.apps import check_app_name
 from tests.conftest import bearer
+from tests.governance.conftest import World
 from tests.support.resend_emulator import ResendEmulator
 
 runner = CliRunner()
@@ -179,14 +180,17 @@ def test_an_ungranted_application_sees_no_mailbox_or_its_mail(api: Any, installe
         assert r.status_code == 403 and r.json()["error"] == "E_NOT_AN_ADMINISTRATOR", (path, r.text)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "GET /api/users and GET /api/teams answer every principal of the organisation (directory.people: 'any "
-    "member of the organisation may list people'; api/directory.py), applications included: an application "
-    "granted nothing reads every person's address and every team's members"))
-def test_an_ungranted_application_reads_no_people_or_teams(api: Any, installed: Any) -> None:
+def test_an_ungranted_application_reads_no_people_or_teams(api: Any, node: Any, installed: Any) -> None:
     admin = bearer(installed.token)
     assert api.post("/api/teams", json={"name": "support"}, headers=admin).status_code == 201
     app_h = _ungranted_app(api, installed)
     users = api.get("/api/users", headers=app_h)
     teams = api.get("/api/teams", headers=app_h)
     assert installed.domain not in users.text and "support" not in teams.text
+    assert [r.status_code for r in (users, teams)] == [403, 403]
+    assert {r.json()["error"] for r in (users, teams)} == {"E_PEOPLE_ONLY"}
+    # A person who is not an administrator still reads the directory.
+    pat = World(node, installed).person(f"pat@{installed.domain}")
+    r = api.get("/api/users", headers=pat.headers)
+    assert r.status_code == 200 and f"pat@{installed.domain}" in r.text
+    assert api.get("/api/teams", headers=pat.headers).status_code == 200

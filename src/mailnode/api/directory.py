@@ -77,8 +77,8 @@ def create_user(body: UserIn, node: NodeDep, caller: CallerDep) -> dict[str, Any
 def list_users(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
     """The organisation's users."""
     with node.read() as conn:
-        return paged("users", people.list_users(conn, org_id=caller.org_id, limit=page.limit,
-                                                cursor=page.cursor), page)
+        return paged("users", people.list_users(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                                limit=page.limit, cursor=page.cursor), page)
 
 
 @router.post("/teams", status_code=201)
@@ -93,8 +93,8 @@ def create_team(body: TeamIn, node: NodeDep, caller: CallerDep) -> dict[str, Any
 def list_teams(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
     """The organisation's teams with their members."""
     with node.read() as conn:
-        return paged("teams", people.list_teams(conn, org_id=caller.org_id, limit=page.limit,
-                                                cursor=page.cursor), page)
+        return paged("teams", people.list_teams(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                                limit=page.limit, cursor=page.cursor), page)
 
 
 @router.post("/teams/{team_id}/members")
