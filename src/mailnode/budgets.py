@@ -326,6 +326,10 @@ NOTICE_SEAL_RETRY_MAX_SECONDS = 86_400
 #: Deciders (holders of ``approval.decide`` on the held mailbox, other than the one asking) who must
 #: approve lifting a legal hold (reference: LIFT_STAGES = [2], spec/outbound.md §6.2).
 HOLD_LIFT_APPROVERS = 2
+#: Longest ``matter_id`` of a legal hold, in characters. Sized like APP_NAME_MAX_CHARS: a matter reference
+#: is a label shown in hold lists, the approvals queue and the audit trail (it was silently cut at 200 before
+#: it was refused; issue 9 follow-up).
+HOLD_MATTER_ID_MAX_CHARS = 200
 #: Content rows the retention pass enrols into its ledger per kind and organisation per pass (sized as
 #: RETENTION_SCAN_WINDOW_MAX: a pass reads a bounded page of each source and catches up over passes).
 RETENTION_ENROL_BATCH_MAX = 500

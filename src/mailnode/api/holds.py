@@ -1,9 +1,10 @@
 """Routes for legal holds (spec/outbound.md §7; issue 9).
 
-- ``POST /api/holds`` ``{mailbox_id, matter_id?, from_date?, to_date?}``: one administrator, in force at once.
+- ``POST /api/holds`` ``{mailbox_id, matter_id?, from_date?, to_date?}``: one administrator, in force at once;
+  a date-only bound is a whole UTC day (``to_date`` 2026-01-31 covers mail dated up to 23:59:59.999999Z).
 - ``POST /api/holds/{id}/lift`` ``{reason}``: asks two other deciders of the held mailbox (a ``hold_lift``
   approval decided at ``POST /api/approvals/{id}/decide``); the hold stays in force until they approve.
-- ``GET /api/holds``: administrators (404 to anyone else).
+- ``GET /api/holds``: administrators (403 ``E_NOT_AN_ADMINISTRATOR`` to anyone else).
 
 Codes are documented in ``mailnode.notify.holds``.
 """
@@ -22,7 +23,10 @@ router = APIRouter(tags=["holds"])
 
 
 class HoldIn(Strict):
-    """A hold: the mailbox, an optional matter reference and window (ISO 8601; open when left out)."""
+    """A hold: the mailbox (required), an optional matter reference (printable text, at most
+    ``HOLD_MATTER_ID_MAX_CHARS`` characters) and window (ISO 8601; open when left out). The fields are
+    checked by ``notify.holds.check_place_input``, so a missing one is named the same way as a schema
+    refusal (``E_REQUEST_INVALID``)."""
 
     mailbox_id: Any = None
     matter_id: Any = None

@@ -2,8 +2,15 @@
 the coverage check every destroying act asks first (spec/outbound.md §7; issue 9).
 
 Placing is easy and lifting is hard, the inverse of the domain pause. A hold names one mailbox and an
-optional window ``[from_date, to_date]`` (NULL = unbounded); it covers a piece of content of that mailbox
-whose time lies in the window, while ``lifted_at`` is NULL. A hold always wins over deletion: the
+optional window ``[from_date, to_date]`` (NULL = unbounded, both ends inclusive); it covers a piece of
+content of that mailbox whose time lies in the window, while ``lifted_at`` is NULL. A bound given as a
+date alone is a whole UTC day: ``from_date`` 2026-01-01 is stored as 2026-01-01T00:00:00Z and ``to_date``
+2026-01-31 as 2026-01-31T23:59:59.999999Z, the last instant the database can tell apart from the next
+day (``parse_bound``), so mail dated during the to_date's day is covered. The comparison stays inclusive
+(``to_date >= at``), so holds placed before this rule keep the meaning they were stored with (a date-only
+``to_date`` placed before it ends at that day's 00:00 UTC; no stored value was rewritten). The input is
+checked before anything is read (``check_place_input``): ``mailbox_id`` is required, ``matter_id`` is
+printable text of at most ``budgets.HOLD_MATTER_ID_MAX_CHARS`` characters. A hold always wins over deletion: the
 retention sweep retains covered content (``retention.decide``), and a person deleting a covered draft or
 case is refused ``E_LEGAL_HOLD`` (409) with a ``hold.blocked`` audit entry written in its own transaction
 (``deleting``), since the refused act's transaction rolls back.
@@ -16,9 +23,11 @@ audited ``hold.lifted``).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import date, datetime, time, timezone
 from typing import Any
 
 from sqlalchemy import Connection, and_, or_, select
@@ -26,7 +35,7 @@ from sqlalchemy import Connection, and_, or_, select
 from mailnode import audit, budgets
 from mailnode.authz import is_admin
 from mailnode.clock import utc
-from mailnode.errors import MailnodeError, conflict, invalid, not_an_administrator, not_found
+from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_an_administrator, not_found
 from mailnode.governance import approvals as ap
 from mailnode.governance.policy import Stage
 from mailnode.governance.tables import approvals
@@ -107,20 +116,119 @@ def hold_json(r: Any) -> dict[str, Any]:
             "in_force": r.lifted_at is None}
 
 
-def _bound(value: object, field: str) -> datetime | None:
+#: Unicode categories a matter reference may not hold besides the control and format ones (``C*``): the
+#: line and paragraph separators end a line in a listing or a log as surely as LF does.
+_BREAKS = frozenset({"Zl", "Zp"})
+
+
+def parse_bound(value: object, field: str) -> datetime | None:
+    """A hold bound as aware UTC, or None for an open end (None or ``""``). Pure.
+
+    | ``value`` | ``from_date`` | ``to_date`` |
+    |---|---|---|
+    | a date alone (``2026-01-31``, any ISO 8601 date, or a ``date``) | that day 00:00:00 UTC | that day 23:59:59.999999 UTC (the whole day, inclusive) |
+    | a date-time with an offset | that instant, in UTC | that instant, in UTC |
+    | a date-time without an offset | taken as UTC | taken as UTC |
+
+    Raises ``E_HOLD_BOUND_UNREADABLE`` (422) for anything else (not a string, not ISO 8601, or outside the
+    years 1..9999 once in UTC). ``field`` is ``from_date`` or ``to_date`` and says which end a date alone means.
+    """
     if value is None or value == "":
         return None
+    day: date | None = None
+    parsed: datetime | None = None
     if isinstance(value, datetime):
         parsed = value
-    else:
+    elif isinstance(value, date):
+        day = value
+    elif isinstance(value, str):
         try:
-            parsed = datetime.fromisoformat(str(value))
+            day = date.fromisoformat(value)
         except ValueError:
-            raise invalid("E_HOLD_BOUND_UNREADABLE", f"{field} {str(value)[:40]!r} is not a date.",
-                          "Hold bounds are ISO 8601 dates or date-times.",
-                          f"Send {field} like 2026-01-31 or 2026-01-31T00:00:00Z, or leave it out.",
-                          field=field) from None
-    return utc(parsed) if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError:
+                parsed = None
+    if day is not None:
+        return datetime.combine(day, time.max if field == "to_date" else time.min, tzinfo=timezone.utc)
+    if parsed is not None:
+        try:
+            return utc(parsed) if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+        except OverflowError:
+            pass
+    raise invalid("E_HOLD_BOUND_UNREADABLE", f"{field} {str(value)[:40]!r} is not a date.",
+                  "Hold bounds are ISO 8601 dates or date-times (UTC when no offset is given).",
+                  f"Send {field} like 2026-01-31 (a date alone covers that whole day, UTC) or "
+                  "2026-01-31T18:00:00Z, or leave it out for an open end.", field=field)
+
+
+def check_matter_id(value: object) -> str | None:
+    """The matter reference trimmed, or None when absent or blank. Pure.
+
+    Raises ``E_HOLD_MATTER_ID_MALFORMED`` (422) for a value that is not a string or holds a control or
+    format character or a line separator (a line break forges lines in listings and the audit trail; a NUL
+    cannot be stored in PostgreSQL text), ``E_BUDGET_EXCEEDED`` (422, ``detail.limit_name``
+    ``HOLD_MATTER_ID_MAX_CHARS``, ``detail.field`` ``matter_id``) for a longer one.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise invalid("E_HOLD_MATTER_ID_MALFORMED", f"matter_id is a {type(value).__name__}, not text.",
+                      "A matter reference is one line of printable text.",
+                      "Send matter_id as a string, e.g. \"M-2026-014\", or leave it out.",
+                      field="matter_id", type=type(value).__name__)
+    bad = next((c for c in value if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in _BREAKS), None)
+    if bad is not None:
+        char = f"U+{ord(bad):04X}"
+        raise invalid("E_HOLD_MATTER_ID_MALFORMED",
+                      f"matter_id contains {char} ({unicodedata.category(bad)}), which is not printable text.",
+                      "A matter reference is one line of printable text: it is shown in hold lists, the "
+                      "approvals queue and the audit trail.",
+                      "Send matter_id of printable characters only, e.g. \"M-2026-014\".",
+                      field="matter_id", character=char)
+    clean = value.strip()
+    if len(clean) > budgets.HOLD_MATTER_ID_MAX_CHARS:
+        err = limit_exceeded("E_BUDGET_EXCEEDED", "HOLD_MATTER_ID_MAX_CHARS", budgets.HOLD_MATTER_ID_MAX_CHARS,
+                             len(clean), "Send a shorter matter_id (a reference to the matter, not its text).")
+        err.detail["field"] = "matter_id"
+        raise err
+    return clean or None
+
+
+@dataclass(frozen=True)
+class PlaceInput:
+    """A hold request checked: ``mailbox_id`` (a ``mbx_`` id), ``matter_id`` (or None), the window (aware
+    UTC; None for an open end)."""
+
+    mailbox_id: str
+    matter_id: str | None
+    from_date: datetime | None
+    to_date: datetime | None
+
+
+def check_place_input(*, mailbox_id: object, matter_id: object, from_date: object, to_date: object) -> PlaceInput:
+    """The fields of ``POST /api/holds`` checked, in this order, before anything is read. Pure.
+
+    Raises ``E_REQUEST_INVALID`` (422, ``detail.problems`` as the schema check words it) when
+    ``mailbox_id`` is missing, null or blank; ``E_ID_MALFORMED`` (422) for one that is not a mailbox id;
+    ``check_matter_id``'s refusals; ``parse_bound``'s; ``E_HOLD_WINDOW_INVERTED`` (422) when
+    ``from_date`` is after ``to_date``.
+    """
+    if mailbox_id is None or (isinstance(mailbox_id, str) and not mailbox_id.strip()):
+        raise invalid("E_REQUEST_INVALID", "The request does not match the route's schema: mailbox_id: Field required",
+                      "A legal hold covers one mailbox, so mailbox_id is required.",
+                      "Send {\"mailbox_id\": \"mbx_...\"} (GET /api/mailboxes lists them), with matter_id, "
+                      "from_date and to_date optional.",
+                      problems=[{"field": "mailbox_id", "problem": "Field required"}])
+    mbx = parse_id(mailbox_id, "mbx", "mailbox_id")
+    matter = check_matter_id(matter_id)
+    start, end = parse_bound(from_date, "from_date"), parse_bound(to_date, "to_date")
+    if start is not None and end is not None and start > end:
+        raise invalid("E_HOLD_WINDOW_INVERTED", "The hold's from_date is after its to_date.",
+                      "A hold covers the content dated inside its window.",
+                      "Swap the bounds, or leave one out for an open window.",
+                      from_date=start.isoformat(), to_date=end.isoformat())
+    return PlaceInput(mbx, matter, start, end)
 
 
 def _no_hold(hold_id: str) -> MailnodeError:
@@ -132,23 +240,19 @@ def place(conn: Connection, *, org_id: str, actor_id: str, mailbox_id: object, m
           from_date: object = None, to_date: object = None, now: datetime) -> dict[str, Any]:
     """Place a hold at once (one administrator); returns the hold JSON; audited ``hold.placed``.
 
-    Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_ID_MALFORMED`` / ``E_HOLD_BOUND_UNREADABLE`` /
-    ``E_HOLD_WINDOW_INVERTED`` (422), ``E_NO_MAILBOX`` (404).
+    A date-only bound is a whole UTC day (``parse_bound``). Raises ``E_NOT_AN_ADMINISTRATOR`` (403), then
+    ``check_place_input``'s refusals (422: ``E_REQUEST_INVALID``, ``E_ID_MALFORMED``,
+    ``E_HOLD_MATTER_ID_MALFORMED``, ``E_BUDGET_EXCEEDED``, ``E_HOLD_BOUND_UNREADABLE``,
+    ``E_HOLD_WINDOW_INVERTED``), ``E_NO_MAILBOX`` (404). Nothing is written when it raises.
     """
     if not is_admin(conn, org_id, actor_id):
         raise not_an_administrator("place a legal hold")
-    mbx = parse_id(mailbox_id, "mbx", "mailbox_id")
+    checked = check_place_input(mailbox_id=mailbox_id, matter_id=matter_id, from_date=from_date, to_date=to_date)
+    mbx, matter, start, end = checked.mailbox_id, checked.matter_id, checked.from_date, checked.to_date
     if conn.execute(select(mailboxes.c.id).where(mailboxes.c.id == mbx, mailboxes.c.org_id == org_id)).first() is None:
         raise not_found("E_NO_MAILBOX", f"No mailbox {mbx}.", fix="List mailboxes with GET /api/mailboxes.",
                         mailbox_id=mbx)
-    start, end = _bound(from_date, "from_date"), _bound(to_date, "to_date")
-    if start is not None and end is not None and start > end:
-        raise invalid("E_HOLD_WINDOW_INVERTED", "The hold's from_date is after its to_date.",
-                      "A hold covers the content dated inside its window.",
-                      "Swap the bounds, or leave one out for an open window.",
-                      from_date=start.isoformat(), to_date=end.isoformat())
     hid = new_id("hld")
-    matter = str(matter_id).strip()[:200] if matter_id is not None and str(matter_id).strip() else None
     conn.execute(holds.insert().values(id=hid, org_id=org_id, mailbox_id=mbx, matter_id=matter, from_date=start,
                                        to_date=end, placed_by=actor_id, placed_at=now))
     audit.append(conn, org_id=org_id, at=now, action="hold.placed", actor_id=actor_id, subject=hid,
@@ -211,11 +315,11 @@ def request_lift(conn: Connection, *, org_id: str, actor_id: str, hold_id: str, 
 
 
 def list_(conn: Connection, *, org_id: str, actor_id: str, limit: int, cursor: str | None) -> list[dict[str, Any]]:
-    """Every hold, in force or lifted, by id after ``cursor``; administrators only (404 ``E_NO_HOLD`` else,
-    so that holds are not disclosed)."""
+    """Every hold, in force or lifted, by id after ``cursor``; administrators only: anyone else is refused
+    ``E_NOT_AN_ADMINISTRATOR`` (403), as the retention and provider-status routes are (the route's
+    existence is no secret; the holds are listed to no one else)."""
     if not is_admin(conn, org_id, actor_id):
-        raise not_found("E_NO_HOLD", "No legal holds for you to see.",
-                        fix="Ask an administrator; holds are listed to administrators only.")
+        raise not_an_administrator("list legal holds")
     q = select(holds).where(holds.c.org_id == org_id)
     if cursor:
         q = q.where(holds.c.id > cursor)
