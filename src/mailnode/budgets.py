@@ -302,6 +302,14 @@ RETENTION_NOTICE_GRACE_SECONDS = 7 * 86_400
 #: find them (seed 002: "It now scans up to 500 with a cursor to find its 50").
 RETENTION_DELETE_BATCH_MAX = 50
 RETENTION_SCAN_WINDOW_MAX = 500
+#: The largest value any retention setting (``inbound_raw_seconds``, ``sealed_body_seconds``,
+#: ``ceiling_seconds``) may take, seconds: 50 years of 365 days. Sized: longer than any record-keeping
+#: period the node is meant to serve (content that must outlive it belongs under a legal hold, which has no
+#: end), and storable: the ``retention_settings`` columns are 32-bit INTEGER on PostgreSQL (at most
+#: 2,147,483,647 s, about 68 years), so the 100 years an outsider suggested could not be stored without a
+#: migration. It also keeps every age the sweep computes far inside ``timedelta`` (issue 9 follow-up: a
+#: stored 2**63-1 made every pass raise ``OverflowError``).
+RETENTION_SECONDS_MAX = 50 * 365 * 86_400
 
 #: A breaker trip that clears and re-trips within this many seconds continues the same episode, so a
 #: breaker flapping at its threshold sends administrators one notice, not one per flap. Sized: an hour,

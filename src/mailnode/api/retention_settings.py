@@ -2,8 +2,10 @@
 
 - ``GET /api/settings/retention``: ``{"retention": {inbound_raw_seconds, sealed_body_seconds,
   ceiling_seconds}}``, administrators (403 ``E_NOT_AN_ADMINISTRATOR`` otherwise).
-- ``PATCH /api/settings/retention`` with any of the three (seconds): administrators; each kind's retention
-  must be above zero and at most the ceiling (``E_RETENTION_INCOHERENT``, 422).
+- ``PATCH /api/settings/retention`` with any of the three (seconds): administrators; each value a JSON
+  integer (``true``, ``"10"`` or ``10.5``: ``E_REQUEST_INVALID``, 422) of at most
+  ``budgets.RETENTION_SECONDS_MAX`` (``E_BUDGET_EXCEEDED``, 422, naming the limit), each kind's retention
+  above zero and at most the ceiling (``E_RETENTION_INCOHERENT``, 422). A refusal writes nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from pydantic import StrictInt
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
@@ -20,11 +23,12 @@ router = APIRouter(tags=["retention"])
 
 
 class RetentionPatch(Strict):
-    """Any of the three settings, seconds."""
+    """Any of the three settings, seconds. Strict integers: pydantic's lax ``int`` would read ``true`` as 1
+    second and ``"10"`` as 10; the bounds are ``notify.retention.check_changes``'."""
 
-    inbound_raw_seconds: int | None = None
-    sealed_body_seconds: int | None = None
-    ceiling_seconds: int | None = None
+    inbound_raw_seconds: StrictInt | None = None
+    sealed_body_seconds: StrictInt | None = None
+    ceiling_seconds: StrictInt | None = None
 
 
 @router.get("/api/settings/retention")

@@ -13,7 +13,10 @@ the node, so its predicate is this pure function and nothing else decides it. In
 | ``retain_until`` ahead (a notice about it is undelivered) | retain |
 | otherwise | delete |
 
-An unknown content kind is retained (fail closed toward keeping). ``retain_until_write`` is the notice
+An unknown content kind is retained (fail closed toward keeping). Every setting is a strict integer of
+seconds, at most ``budgets.RETENTION_SECONDS_MAX`` (``setting_refusal``, ``check_changes``,
+``RetentionSettings``); a stored value above it (written before the bound, or by hand) is clamped when
+it is read (``settings_from_stored``), so no age the sweep computes can overflow ``timedelta``. ``retain_until_write`` is the notice
 sweeper's half-window rewrite floor; ``page_deletions`` walks a scanned page past what is retained so a
 retained head never reads as an empty queue. ``read_refusal`` decides what a read of content answers once
 retention may have deleted it (``E_CONTENT_DELETED``, 410, versus the store's own 500s). Pure: no I/O.
@@ -50,7 +53,7 @@ from typing import Any, Generic, TypeVar
 
 from mailnode import budgets
 from mailnode.clock import utc
-from mailnode.errors import MailnodeError, invalid
+from mailnode.errors import MailnodeError, invalid, limit_exceeded
 
 
 class ContentKind(StrEnum):
@@ -71,6 +74,60 @@ DEFAULT_CONTENT_SECONDS: dict[ContentKind, int] = {
 }
 
 
+#: The settings' names in the API, each with the ``ContentKind`` it ages (None: the ceiling). Total over
+#: ``ContentKind`` plus the ceiling.
+SETTING_KINDS: Mapping[str, ContentKind | None] = MappingProxyType({
+    "inbound_raw_seconds": ContentKind.INBOUND_RAW,
+    "sealed_body_seconds": ContentKind.SEALED_BODY,
+    "ceiling_seconds": None,
+})
+
+
+def setting_refusal(name: str, value: object) -> MailnodeError | None:
+    """Why ``value`` cannot be the retention setting ``name`` (seconds), or None. Pure.
+
+    | ``value`` | answer |
+    |---|---|
+    | a ``bool``, a string, a float, anything not an ``int`` | ``E_RETENTION_SETTING_NOT_INTEGER`` (422) |
+    | an ``int`` above ``budgets.RETENTION_SECONDS_MAX`` | ``E_BUDGET_EXCEEDED`` (422; ``detail``: ``limit_name``, ``limit``, ``observed``, ``field``) |
+    | any other ``int`` | None (positivity and the ceiling are ``RetentionSettings``' coherence check) |
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        return invalid("E_RETENTION_SETTING_NOT_INTEGER",
+                       f"{name} is {str(value)[:40]!r} ({type(value).__name__}), not a whole number of seconds.",
+                       "Retention settings are integers of seconds; true, a string or a fraction would be "
+                       "read as a different period than the one meant.",
+                       f"PATCH /api/settings/retention with {name} as a JSON integer, e.g. {{\"{name}\": 604800}} "
+                       "(7 days).", field=name, type=type(value).__name__)
+    if value > budgets.RETENTION_SECONDS_MAX:
+        err = limit_exceeded("E_BUDGET_EXCEEDED", "RETENTION_SECONDS_MAX", budgets.RETENTION_SECONDS_MAX, value,
+                             f"Send {name} of at most {budgets.RETENTION_SECONDS_MAX} seconds (50 years); to keep "
+                             "a mailbox's content longer, place a legal hold: POST /api/holds.")
+        err.detail["field"] = name
+        return err
+    return None
+
+
+def check_changes(changes: Mapping[str, object]) -> dict[str, int]:
+    """The changes of a ``PATCH /api/settings/retention`` checked: ``{name: seconds}`` without the None
+    (unchanged) ones. Pure.
+
+    Raises ``E_REQUEST_INVALID`` (422) for a name outside ``SETTING_KINDS`` (fail closed: an unknown
+    setting is not silently ignored), else the first ``setting_refusal`` in ``SETTING_KINDS`` order.
+    """
+    unknown = sorted(k for k in changes if k not in SETTING_KINDS)
+    if unknown:
+        raise invalid("E_REQUEST_INVALID", f"Unknown retention settings: {', '.join(unknown)}.",
+                      f"The retention settings are {', '.join(SETTING_KINDS)}.",
+                      "Send only those (seconds); GET /api/settings/retention shows them.", unknown=unknown)
+    for name in SETTING_KINDS:
+        if changes.get(name) is not None:
+            refusal = setting_refusal(name, changes[name])
+            if refusal is not None:
+                raise refusal
+    return {k: v for k, v in changes.items() if isinstance(v, int)}
+
+
 @dataclass(frozen=True)
 class RetentionSettings:
     """An organisation's retention settings (``GET/PATCH /api/settings/retention``).
@@ -79,13 +136,22 @@ class RetentionSettings:
         content_seconds: retention per ``ContentKind``, seconds; must cover every kind.
         ceiling_seconds: past this age content is deleted unless a hold covers it.
 
-    Each kind's retention must be positive and at most the ceiling, else ``E_RETENTION_INCOHERENT`` (422).
+    Each value must pass ``setting_refusal`` (an ``int`` of at most ``budgets.RETENTION_SECONDS_MAX``:
+    ``E_RETENTION_SETTING_NOT_INTEGER`` / ``E_BUDGET_EXCEEDED``, 422), and each kind's retention must be
+    positive and at most the ceiling, else ``E_RETENTION_INCOHERENT`` (422). So a ``RetentionSettings``
+    never holds a period ``decide`` cannot turn into a ``timedelta``.
     """
 
     content_seconds: Mapping[ContentKind, int] = field(default_factory=lambda: dict(DEFAULT_CONTENT_SECONDS))
     ceiling_seconds: int = budgets.RETENTION_CEILING_SECONDS_DEFAULT
 
     def __post_init__(self) -> None:
+        names = {kind: name for name, kind in SETTING_KINDS.items()}
+        for name, value in [*((names.get(k, str(k)), v) for k, v in self.content_seconds.items()),
+                            ("ceiling_seconds", self.ceiling_seconds)]:
+            refusal = setting_refusal(name, value)
+            if refusal is not None:
+                raise refusal
         missing = [k.value for k in ContentKind if k not in self.content_seconds]
         bad = {k.value: v for k, v in self.content_seconds.items() if not 0 < v <= self.ceiling_seconds}
         if missing or bad or self.ceiling_seconds <= 0:
@@ -101,6 +167,36 @@ class RetentionSettings:
 
 
 DEFAULT_SETTINGS = RetentionSettings()
+
+
+@dataclass(frozen=True)
+class StoredSettings:
+    """``settings_from_stored``'s answer: the settings the sweep uses, and ``clamped``: ``{name: the stored
+    value}`` for each one above ``budgets.RETENTION_SECONDS_MAX`` that was read as the maximum instead
+    (empty when the row was in range). A caller logs each clamp at error."""
+
+    settings: RetentionSettings
+    clamped: Mapping[str, int]
+
+
+def settings_from_stored(*, inbound_raw_seconds: int, sealed_body_seconds: int,
+                         ceiling_seconds: int) -> StoredSettings:
+    """The settings a stored ``retention_settings`` row means, defended against values no write may make
+    any more. Pure.
+
+    | stored value | read as |
+    |---|---|
+    | an ``int`` above ``budgets.RETENTION_SECONDS_MAX`` (e.g. 2**63-1 written on SQLite before the bound) | the maximum, named in ``clamped`` (keeping longer than any allowed setting: the direction that deletes nothing early) |
+    | anything else | itself, checked by ``RetentionSettings`` (``E_RETENTION_INCOHERENT`` and the rest, as before) |
+    """
+    stored = {"inbound_raw_seconds": inbound_raw_seconds, "sealed_body_seconds": sealed_body_seconds,
+              "ceiling_seconds": ceiling_seconds}
+    clamped = {k: v for k, v in stored.items()
+               if isinstance(v, int) and not isinstance(v, bool) and v > budgets.RETENTION_SECONDS_MAX}
+    used = {k: budgets.RETENTION_SECONDS_MAX if k in clamped else v for k, v in stored.items()}
+    settings = RetentionSettings({ContentKind.INBOUND_RAW: used["inbound_raw_seconds"],
+                                  ContentKind.SEALED_BODY: used["sealed_body_seconds"]}, used["ceiling_seconds"])
+    return StoredSettings(settings, MappingProxyType(clamped))
 
 
 @dataclass(frozen=True)

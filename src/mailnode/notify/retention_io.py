@@ -20,6 +20,11 @@ this module reads its facts, calls it, and writes what it returns.
   lets ``retention.page_deletions`` pick up to ``RETENTION_DELETE_BATCH_MAX`` past retained ones, purges
   them (``retention.deleted``), audits each hold-blocked row ``hold.blocked``, and stores the cursor. The
   blobs go after the commit: a crash between leaves an orphan blob, never a row naming a missing one.
+- Settings: ``update_settings`` writes only what ``retention.check_changes`` and ``RetentionSettings``
+  accept (strict integers of seconds, at most ``budgets.RETENTION_SECONDS_MAX``, coherent), so a refusal
+  writes nothing; ``settings_for`` reads a row through ``retention.settings_from_stored``, which clamps a
+  stored value above the maximum and is logged at error as ``retention.setting_clamped`` (a stored
+  2**63-1 once made every pass raise ``OverflowError``).
 - ``run_pass(node, now)``: every organisation, enrol then sweep. It reads no provider state, so the
   part-A sweeper calls it before its provider-breaker check and it works while sending is paused; the
   node also runs it on its own schedule (``workflows``).
@@ -33,6 +38,7 @@ this module reads its facts, calls it, and writes what it returns.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -62,16 +68,28 @@ PENDING_SEND_STATES: frozenset[str] = retention.PENDING_SEND_STATES
 _NOT_YET_LEFT = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value)
 DELETE_CURSOR = "retention_delete"
 rc = retained_content.c
+log = logging.getLogger("mailnode.notify.retention")
 
 
 def settings_for(conn: Connection, org_id: str) -> retention.RetentionSettings:
-    """The organisation's settings, or the defaults when it set none (one statement)."""
+    """The organisation's settings, or the defaults when it set none (one statement).
+
+    A stored value above ``budgets.RETENTION_SECONDS_MAX`` is read as the maximum
+    (``retention.settings_from_stored``) and logged at error, token ``retention.setting_clamped``, on every
+    read until an administrator sets it again (``PATCH /api/settings/retention``). A stored row that is not
+    coherent raises ``E_RETENTION_INCOHERENT`` (422) as before.
+    """
     row = conn.execute(select(retention_settings).where(retention_settings.c.org_id == org_id)).first()
     if row is None:
         return retention.DEFAULT_SETTINGS
-    return retention.RetentionSettings(
-        {retention.ContentKind.INBOUND_RAW: row.inbound_raw_seconds,
-         retention.ContentKind.SEALED_BODY: row.sealed_body_seconds}, row.ceiling_seconds)
+    read = retention.settings_from_stored(inbound_raw_seconds=row.inbound_raw_seconds,
+                                          sealed_body_seconds=row.sealed_body_seconds,
+                                          ceiling_seconds=row.ceiling_seconds)
+    for name, stored in sorted(read.clamped.items()):
+        log.error("retention.setting_clamped org=%s setting=%s stored=%s used=%d: a stored retention setting "
+                  "is above RETENTION_SECONDS_MAX and is read as the maximum; set it again with "
+                  "PATCH /api/settings/retention", org_id, name, stored, budgets.RETENTION_SECONDS_MAX)
+    return read.settings
 
 
 def settings_json(s: retention.RetentionSettings) -> dict[str, Any]:
@@ -90,18 +108,22 @@ def get_settings(conn: Connection, *, org_id: str, actor_id: str) -> dict[str, A
 
 def update_settings(conn: Connection, *, org_id: str, actor_id: str, changes: dict[str, Any],
                     now: datetime) -> dict[str, Any]:
-    """Change some of the three settings (seconds); the result must be coherent. Audited
-    ``retention.settings_changed`` with before and after.
+    """Change some of the three settings (``changes``: ``{name: seconds or None}``, None = unchanged); the
+    result must be coherent. Audited ``retention.settings_changed`` with before and after.
 
-    Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_RETENTION_INCOHERENT`` (422, from ``RetentionSettings``).
+    Raises ``E_NOT_AN_ADMINISTRATOR`` (403), then ``retention.check_changes``' refusals (422:
+    ``E_REQUEST_INVALID`` for an unknown name, ``E_RETENTION_SETTING_NOT_INTEGER`` for a value that is not
+    an ``int`` (``True``, ``"10"``), ``E_BUDGET_EXCEEDED`` above ``budgets.RETENTION_SECONDS_MAX``), and
+    ``E_RETENTION_INCOHERENT`` (422, from ``RetentionSettings``). Nothing is written when it raises.
     """
     if not is_admin(conn, org_id, actor_id):
         raise not_an_administrator("change the retention settings")
+    asked = retention.check_changes(changes)
     before = settings_json(settings_for(conn, org_id))
-    after = {**before, **{k: v for k, v in changes.items() if v is not None}}
+    after = {**before, **asked}
     checked = retention.RetentionSettings(
-        {retention.ContentKind.INBOUND_RAW: int(after["inbound_raw_seconds"]),
-         retention.ContentKind.SEALED_BODY: int(after["sealed_body_seconds"])}, int(after["ceiling_seconds"]))
+        {retention.ContentKind.INBOUND_RAW: after["inbound_raw_seconds"],
+         retention.ContentKind.SEALED_BODY: after["sealed_body_seconds"]}, after["ceiling_seconds"])
     values = {**settings_json(checked), "updated_by": actor_id, "updated_at": now}
     done = conn.execute(update(retention_settings).where(retention_settings.c.org_id == org_id).values(**values))
     if done.rowcount == 0:
