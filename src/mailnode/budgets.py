@@ -77,6 +77,26 @@ DISPATCH_BACKOFF_BASE_SECONDS = 30
 DISPATCH_BACKOFF_MAX_SECONDS = 3600
 #: Distinct recipients one send may carry (sized: correspondence, not a list server; the reference has none).
 SEND_RECIPIENTS_MAX = 100
+#: Longest Subject a send or draft may carry, in characters. RFC 5322 §2.1.1: a line is at most 998
+#: characters; the renderer folds a longer Subject over several lines, but no reader shows one that long, and
+#: Resend documents no limit of its own (spec/resend.md §1.2), so one line's worth is the bound.
+SEND_SUBJECT_MAX_CHARS = 998
+#: Largest typed body a send or draft may carry, in UTF-8 bytes: a quarter of MESSAGE_MAX_BYTES. The 7-bit
+#: rendering may cost over 3 octets per body octet (quoted-printable of non-ASCII text: "=XX" plus a soft
+#: break every 76 characters), and the rendered message must fit what this node and the common receivers
+#: accept (MESSAGE_MAX_BYTES); a quarter leaves room for the headers. The Resend request carries the text as
+#: JSON, at most 6 bytes per body byte (a control character as \u00XX), so it stays under
+#: RESEND_EMAIL_MAX_BYTES too. Measured: tests/outbound_input/test_limits.py renders the worst cases.
+SEND_BODY_MAX_BYTES = MESSAGE_MAX_BYTES // 4
+#: Resend: the most one email may weigh, bytes (spec/resend.md §1.3: "40 MB per email after base64
+#: encoding"; read as decimal megabytes, the smaller reading).
+RESEND_EMAIL_MAX_BYTES = 40 * 1000 * 1000
+#: Largest HTTP request body the API reads, bytes (FastAPI and uvicorn bound none by default; the body is
+#: read into memory before any route runs). The largest legitimate request is a send whose body is at
+#: SEND_BODY_MAX_BYTES, written by a JSON encoder that escapes non-ASCII (\uXXXX: at most 3 bytes of JSON
+#: per body byte, for characters outside the BMP; only control characters cost more, and a text body holds
+#: few), plus 1 MiB for the recipients and the other fields. About 19.75 MiB.
+API_REQUEST_MAX_BYTES = 3 * SEND_BODY_MAX_BYTES + 1024 * 1024
 #: Statement budget of a seal with no policies (reference: 12 subrequests; measured here by
 #: tests/outbound_db/test_budgets.py, a new conversation: 10 on SQLite and PostgreSQL, of which governance's
 #: facts are 2, the breaker statement and the live policies; 8 before governance was wired). Not raised.
