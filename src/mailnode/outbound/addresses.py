@@ -1,15 +1,23 @@
-"""Recipient validation and normalisation (syntax only, no network), and the header-injection guard.
+"""Recipient validation and normalisation (syntax only, no network), and the guards on caller text.
 
 Every address that will appear in a header or an SMTP envelope passes through ``normalise_address``
 before anything is stored. Validation is email-validator's syntax check (RFC 5322 §3.4.1 addr-spec,
 RFC 5321 §4.1.2 limits as the library applies them) with deliverability checks off, so nothing here
 touches DNS. Domains come back IDNA-encoded (A-labels) and lower-cased (spec/outbound.md Part A 15);
 the local part is kept as written, since RFC 5321 §2.4 lets the receiving host give it meaning.
+
+Caller text is judged by two pure functions before anything is stored (issue 9): ``header_fault`` for a
+value that becomes a header (a line break by ``str.splitlines``, a control character but HT, a lone
+surrogate) and ``body_fault`` for a body (NUL, a lone surrogate). ``FAULT_CODES`` maps each fault to its
+stable code; ``reject_header_injection`` and ``reject_body_fault`` raise it.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
+from enum import StrEnum
 
 import email_validator
 from email_validator import EmailNotValidError, validate_email
@@ -28,9 +36,102 @@ for _name in ACCEPTED_SPECIAL_USE_DOMAINS:
     while _name in email_validator.SPECIAL_USE_DOMAIN_NAMES:
         email_validator.SPECIAL_USE_DOMAIN_NAMES.remove(_name)
 
-#: Characters that end a header line (RFC 5322 §2.2: a field body may not contain CR or LF except as
-#: folding, which mailnode does itself). NUL is refused too: no header may carry it (RFC 5322 §3.2.3).
-_LINE_BREAKERS = ("\r", "\n", "\x00")
+#: Every character ``str.splitlines`` ends a line at: LF, VT, FF, CR, FS, GS, RS, NEL (U+0085), LINE SEPARATOR
+#: (U+2028) and PARAGRAPH SEPARATOR (U+2029). In a header each would start another header or the body
+#: (RFC 5322 §2.2), and Python's ``email`` refuses them all when it renders ("Header values may not contain
+#: linefeed or carriage return characters").
+LINE_BREAKS: frozenset[str] = frozenset("\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029")
+#: The one control character a header value may hold: HT, which RFC 5322 §2.2 allows in a field body as
+#: white space (WSP) and which renders unchanged.
+HEADER_CONTROLS_ALLOWED: frozenset[str] = frozenset("\t")
+
+
+class TextFault(StrEnum):
+    """Why caller text cannot be stored or rendered (a closed vocabulary; ``FAULT_CODES`` is total over it).
+
+    - ``line_break``: a character ``str.splitlines`` breaks on, in a header value.
+    - ``control``: a control character (Unicode category Cc) other than HT in a header value, or NUL in a body
+      (RFC 5322 §2.2, §2.3: text carries no NUL; PostgreSQL cannot store one).
+    - ``surrogate``: a lone UTF-16 surrogate (category Cs; JSON ``"\\ud800"`` decodes to one): not a character,
+      so it has no UTF-8 form and the text cannot be written anywhere.
+    """
+
+    LINE_BREAK = "line_break"
+    CONTROL = "control"
+    SURROGATE = "surrogate"
+
+
+#: The code each fault is refused with (422): a header fault is an injection attempt whatever it is made of;
+#: a surrogate is malformed text wherever it stands.
+FAULT_CODES: dict[TextFault, str] = {
+    TextFault.LINE_BREAK: "E_HEADER_INJECTION",
+    TextFault.CONTROL: "E_HEADER_INJECTION",
+    TextFault.SURROGATE: "E_TEXT_MALFORMED",
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """The first offending character of a value: ``kind``, the character itself and its 0-based ``position``."""
+
+    kind: TextFault
+    character: str
+    position: int
+
+    @property
+    def codepoint(self) -> str:
+        """The character as ``U+XXXX``."""
+        return f"U+{ord(self.character):04X}"
+
+    @property
+    def name(self) -> str:
+        """The character's Unicode name, or its category for one without (most controls)."""
+        return unicodedata.name(self.character, f"a {unicodedata.category(self.character)} character")
+
+
+def _class_of(chars: list[str]) -> re.Pattern[str]:
+    return re.compile("[" + "".join(re.escape(c) for c in chars) + "]")
+
+
+def _is_header_fault(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return ch in LINE_BREAKS or category == "Cs" or (category == "Cc" and ch not in HEADER_CONTROLS_ALLOWED)
+
+
+#: One pass over a value finds the first faulty character; built from the definitions above, not typed by hand.
+_HEADER_FAULTY = _class_of([chr(c) for c in range(0x10000) if _is_header_fault(chr(c))])
+_BODY_FAULTY = _class_of(["\x00"] + [chr(c) for c in range(0xD800, 0xE000)])
+
+
+def _kind(ch: str) -> TextFault:
+    if unicodedata.category(ch) == "Cs":
+        return TextFault.SURROGATE
+    return TextFault.LINE_BREAK if ch in LINE_BREAKS else TextFault.CONTROL
+
+
+def header_fault(value: str) -> Fault | None:
+    """The first character of ``value`` a header may not carry, or None. Pure.
+
+    Refused: every ``LINE_BREAKS`` character (``line_break``), every other control character (Unicode Cc:
+    U+0000-U+001F, U+007F-U+009F) but HT (``control``), every lone surrogate (``surrogate``). Everything else
+    passes, format characters included (an emoji's ZERO WIDTH JOINER is one); RFC 2047 encodes it.
+    """
+    found = _HEADER_FAULTY.search(value)
+    if found is None:
+        return None
+    return Fault(_kind(found.group()), found.group(), found.start())
+
+
+def body_fault(value: str) -> Fault | None:
+    """The first character of a body that cannot be stored, or None. Pure.
+
+    Refused: NUL (``control``; RFC 5322 §2.3 text has none, and PostgreSQL cannot store it) and lone
+    surrogates (``surrogate``). Line breaks of every kind and other controls (a form feed, a tab) are text.
+    """
+    found = _BODY_FAULTY.search(value)
+    if found is None:
+        return None
+    return Fault(_kind(found.group()), found.group(), found.start())
 
 
 @dataclass(frozen=True)
@@ -55,21 +156,70 @@ class NormalisedAddress:
 
 
 def reject_header_injection(field: str, value: str) -> str:
-    """Return ``value`` unchanged when it holds no CR, LF or NUL; else raise ``E_HEADER_INJECTION`` (422).
+    """Return ``value`` unchanged when ``header_fault`` finds nothing; else raise its code (422).
 
     ``field`` names the header (``Subject``, ``To`` ...) for the error. Applied to every value that will
     become a header, so a caller cannot smuggle a second header or a body in (RFC 5322 §2.2).
+
+    Raises ``E_HEADER_INJECTION`` for a line break or a control character, ``E_TEXT_MALFORMED`` for a lone
+    surrogate; ``detail`` carries ``field``, ``character`` (``U+XXXX``), ``position`` and the first 200
+    characters of ``value``.
     """
-    if any(ch in value for ch in _LINE_BREAKERS):
-        raise invalid(
-            "E_HEADER_INJECTION",
-            f"The {field} value contains a line break.",
-            "A header value may not contain CR, LF or NUL: it would start another header or the body.",
-            f"Remove the line breaks from {field} and send again.",
-            field=field,
-            value=value[:200],
-        )
+    fault = header_fault(value)
+    if fault is not None:
+        raise text_fault_error(field, value, fault)
     return value
+
+
+def reject_body_fault(field: str, value: str) -> str:
+    """Return ``value`` unchanged when ``body_fault`` finds nothing; else raise ``E_TEXT_MALFORMED`` (422).
+
+    ``field`` names the request field (``body``, ``text``) for the error.
+    """
+    fault = body_fault(value)
+    if fault is not None:
+        raise _malformed_text(field, value, fault)
+    return value
+
+
+def text_fault_error(field: str, value: str, fault: Fault) -> MailnodeError:
+    """The 422 for ``fault`` in header ``field``: its ``FAULT_CODES`` code, naming the character."""
+    code = FAULT_CODES[fault.kind]
+    if code != "E_HEADER_INJECTION":
+        return _malformed_text(field, value, fault)
+    what = "a line break" if fault.kind is TextFault.LINE_BREAK else "a control character"
+    return invalid(
+        "E_HEADER_INJECTION",
+        f"The {field} value contains {what}: {fault.codepoint} ({fault.name}) at position {fault.position}.",
+        "A header value is one line of printable text: a line break (CR, LF or any other character "
+        "str.splitlines breaks on, such as U+2028) would start another header or the body, and a control "
+        "character has no place in a header (RFC 5322 §2.2).",
+        f"Remove {fault.codepoint} from {field} (a space can stand in for a line break) and send again.",
+        field=field,
+        character=fault.codepoint,
+        position=fault.position,
+        value=_storable(value[:200]),
+    )
+
+
+def _storable(text: str) -> str:
+    """``text`` with any lone surrogate as ``?``, so the error itself can be written as JSON."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _malformed_text(field: str, value: str, fault: Fault) -> MailnodeError:
+    why = ("A lone UTF-16 surrogate is half of a character: it has no UTF-8 form, so the text cannot be "
+           "stored or sent." if fault.kind is TextFault.SURROGATE else
+           "Text carries no NUL (RFC 5322 §2.3), and the database cannot store one.")
+    return invalid(
+        "E_TEXT_MALFORMED",
+        f"The {field} value contains {fault.codepoint} ({fault.name}) at position {fault.position}.",
+        why,
+        f"Remove {fault.codepoint} from {field} (send the whole character, or none) and send again.",
+        field=field,
+        character=fault.codepoint,
+        position=fault.position,
+    )
 
 
 def normalise_address(value: str, field: str = "to") -> NormalisedAddress:
@@ -83,8 +233,9 @@ def normalise_address(value: str, field: str = "to") -> NormalisedAddress:
         ``NormalisedAddress`` with the domain IDNA-encoded and lower-cased.
 
     Raises:
-        ``E_HEADER_INJECTION`` (422) when the value holds CR, LF or NUL (checked first, so an injection
-        attempt is reported as such); ``E_ADDRESS_MALFORMED`` (422) naming the address otherwise,
+        ``E_HEADER_INJECTION`` (422) when the value holds a line break or a control character, and
+        ``E_TEXT_MALFORMED`` (422) for a lone surrogate (both checked first, so an injection attempt is
+        reported as such); ``E_ADDRESS_MALFORMED`` (422) naming the address otherwise,
         including internationalised local parts (SMTPUTF8, RFC 6531), which the transports do not offer.
     """
     if not isinstance(value, str):

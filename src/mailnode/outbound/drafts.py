@@ -2,8 +2,10 @@
 
 Saving a draft needs ``send.propose`` on its mailbox (404 ``E_MAY_NOT_SEND_AS_MAILBOX`` otherwise, as at
 seal). A reply draft's parent must be readable by the author (``E_NO_SUCH_PARENT``). Addresses given are
-validated as at seal (``E_ADDRESS_MALFORMED``, ``E_HEADER_INJECTION``); a draft may have no recipient
-yet. A second draft for the same parent is ``E_DRAFT_EXISTS`` (409) naming the first. Anyone but the
+validated as at seal (``E_ADDRESS_MALFORMED``, ``E_HEADER_INJECTION``), and so are the subject and body
+(``outbound.seal.check_composition``: ``E_HEADER_INJECTION``, ``E_TEXT_MALFORMED``, ``E_SUBJECT_TOO_LONG``
+422, ``E_BODY_TOO_LARGE`` 413), so a draft saved is a draft that can be sealed; a draft may have no
+recipient yet. A second draft for the same parent is ``E_DRAFT_EXISTS`` (409) naming the first. Anyone but the
 author gets ``E_NO_SUCH_DRAFT`` (404). Sealing retires the draft (``outbound.seal``).
 """
 
@@ -21,9 +23,9 @@ from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
 from mailnode.mail.message_tables import messages
 from mailnode.notify.holds import refuse_if_held
-from mailnode.outbound.addresses import normalise_address, reject_header_injection
+from mailnode.outbound.addresses import normalise_address
 from mailnode.outbound.parents import may_reply_to
-from mailnode.outbound.seal import may_not_send, no_such_parent
+from mailnode.outbound.seal import check_composition, may_not_send, no_such_parent
 from mailnode.outbound.tables import drafts
 
 _FIELDS = ("to", "cc", "bcc", "subject", "body")
@@ -49,9 +51,11 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
         if kind in values:
             out[f"{kind}_addresses"] = [normalise_address(a, kind).address for a in values[kind] or []]
     if "subject" in values:
-        out["subject"] = reject_header_injection("Subject", values["subject"] or "")
+        out["subject"] = values["subject"] or ""
     if "body" in values:
         out["body"] = values["body"] or ""
+    # An edit that names only one of the two checks that one; the other was checked when it was saved.
+    check_composition(out.get("subject", ""), out.get("body", ""))
     return out
 
 

@@ -2,7 +2,8 @@
 
 ``render(message)`` is pure: the same ``OutboundMessage`` gives the same bytes (the Date is an input, the
 Message-ID is derived from the send id). The caller validates addresses first (``addresses``); ``render``
-re-checks every header value for line breaks so no path can inject a header. Bcc is carried for the
+re-checks every header value (``addresses.header_fault``: line breaks, control characters) so no path can
+inject a header. Bcc is carried for the
 envelope and is never written (RFC 5322 §3.6.3 lets the sender omit it; mailnode always does, so one
 Bcc recipient is never shown to another). Also here: the body normaliser and the SHA-256 helper used for
 evidence.
@@ -49,7 +50,7 @@ class OutboundMessage:
         from_name: display name for From, or None.
         to, cc: recipient addresses written in the To and Cc headers (may be empty; order kept).
         bcc: recipients that get the message but appear in no header.
-        subject: the Subject text (no line breaks).
+        subject: the Subject text (no line breaks or control characters but HT).
         date: aware datetime of the seal, written as the Date header (RFC 5322 §3.3).
         message_id: ``<snd_...@sending-domain>`` (see ``make_message_id``).
         in_reply_to: the parent's msg-id, or None.
@@ -139,7 +140,9 @@ def render(message: OutboundMessage) -> bytes:
     References (only for a reply; References bounded by ``bound_references``), Auto-Submitted (when
     set), then MIME-Version and a text/plain; charset="utf-8" body (RFC 2045/2046). Bcc is never written.
 
-    Raises ``E_HEADER_INJECTION`` (422) for CR/LF/NUL in any header value, ``E_HEADER_MALFORMED`` (422)
+    Raises ``E_HEADER_INJECTION`` (422) for a line break (anything ``str.splitlines`` breaks on) or a control
+    character but HT in any header value, ``E_TEXT_MALFORMED`` (422) for a lone surrogate in one
+    (``addresses.header_fault``), ``E_HEADER_MALFORMED`` (422)
     for a Message-ID, In-Reply-To or References entry that is not ``<left@right>``, an ``Auto-Submitted``
     value outside ``AUTO_SUBMITTED_VALUES``, a naive ``date``, or a send with no To/Cc/Bcc recipient.
     """

@@ -7,7 +7,11 @@ Order, each step refusing before anything is stored:
    ``E_MAILBOX_HAS_NO_ADDRESS`` 409);
 3. recipients validated and normalised (``outbound.addresses``: ``E_ADDRESS_MALFORMED``,
    ``E_HEADER_INJECTION``, 422), de-duplicated case-insensitively (first mention wins, To, Cc, Bcc);
-   the Subject checked for CR/LF; ``E_NO_RECIPIENTS`` / ``E_TOO_MANY_RECIPIENTS`` (422);
+   ``E_NO_RECIPIENTS`` / ``E_TOO_MANY_RECIPIENTS`` (422); before them the Subject and the body
+   (``check_composition``): a line break or control character in the Subject ``E_HEADER_INJECTION``, a lone
+   surrogate anywhere or a NUL in the body ``E_TEXT_MALFORMED`` (422), a Subject over
+   ``budgets.SEND_SUBJECT_MAX_CHARS`` ``E_SUBJECT_TOO_LONG`` (422), a body over ``budgets.SEND_BODY_MAX_BYTES``
+   ``E_BODY_TOO_LARGE`` (413);
 4. a reply parent the author can read (``mailbox.content.read``), else ``E_NO_SUCH_PARENT`` (404);
 5. the bytes rendered (``outbound.render``), and the typed body, the normalised body and the rendered
    message written to the evidence store;
@@ -64,7 +68,12 @@ from mailnode.notify.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_cl
 from mailnode.notify.provider import ProviderStatus, may_send
 from mailnode.notify.tables import provider_status
 from mailnode.outbound import gates
-from mailnode.outbound.addresses import NormalisedAddress, normalise_address, reject_header_injection
+from mailnode.outbound.addresses import (
+    NormalisedAddress,
+    normalise_address,
+    reject_body_fault,
+    reject_header_injection,
+)
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (
     AutoSubmitted,
@@ -88,8 +97,8 @@ class SealRequest:
     Attributes:
         mailbox_id: the mailbox that sends (``mbx_...``); From is its address.
         to, cc, bcc: recipient addresses (at least one in all).
-        subject: the Subject (no CR/LF).
-        body: the typed plain-text body.
+        subject: the Subject (one line of at most ``budgets.SEND_SUBJECT_MAX_CHARS`` characters).
+        body: the typed plain-text body (at most ``budgets.SEND_BODY_MAX_BYTES`` UTF-8 bytes).
         in_reply_to_message_id: the ``msg_...`` answered, or None for a new conversation.
         sender_address: which of the mailbox's addresses to send from when it has several.
         notice: the node's own notice (``Auto-Submitted: auto-generated``).
@@ -180,6 +189,58 @@ def choose_sender(addresses: list[str], wanted: str | None, mailbox_id: str) -> 
                        "Send again with sender_address set to one of: " + ", ".join(addresses) + ".",
                        mailbox_id=mailbox_id, addresses=addresses)
     return addresses[0]
+
+
+def subject_too_long(observed: int) -> MailnodeError | None:
+    """The 422 ``E_SUBJECT_TOO_LONG`` for a Subject of ``observed`` characters over
+    ``budgets.SEND_SUBJECT_MAX_CHARS``; None within it. Pure."""
+    limit = budgets.SEND_SUBJECT_MAX_CHARS
+    if observed <= limit:
+        return None
+    return MailnodeError(code="E_SUBJECT_TOO_LONG",
+                         what=f"SEND_SUBJECT_MAX_CHARS is {limit}; this Subject has {observed} characters.",
+                         why="A Subject is one line: RFC 5322 §2.1.1 bounds a line at 998 characters, and no "
+                             "reader shows more.",
+                         fix=f"Shorten the subject to at most {limit} characters (put the rest in the body) and "
+                             "send again.",
+                         status=422, detail={"limit_name": "SEND_SUBJECT_MAX_CHARS", "limit": limit,
+                                             "observed": observed})
+
+
+def body_too_large(observed: int) -> MailnodeError | None:
+    """The 413 ``E_BODY_TOO_LARGE`` for a body of ``observed`` UTF-8 bytes over ``budgets.SEND_BODY_MAX_BYTES``;
+    None within it. Pure."""
+    limit = budgets.SEND_BODY_MAX_BYTES
+    if observed <= limit:
+        return None
+    return MailnodeError(code="E_BODY_TOO_LARGE",
+                         what=f"SEND_BODY_MAX_BYTES is {limit} bytes; this body is {observed} bytes (UTF-8).",
+                         why="The rendered message must fit what this node and common receivers accept "
+                             f"({budgets.MESSAGE_MAX_BYTES} bytes), and encoding it for mail may triple it.",
+                         fix=f"Shorten the body to at most {limit} bytes, or link to the content instead of "
+                             "sending it, and send again.",
+                         status=413, detail={"limit_name": "SEND_BODY_MAX_BYTES", "limit": limit,
+                                             "observed": observed})
+
+
+def check_composition(subject: str, body: str) -> None:
+    """Refuse a Subject or body that cannot be sealed, before anything is read or written.
+
+    In order: ``E_HEADER_INJECTION`` / ``E_TEXT_MALFORMED`` for the Subject (``addresses.header_fault``),
+    ``E_SUBJECT_TOO_LONG`` (422, over ``budgets.SEND_SUBJECT_MAX_CHARS`` characters), ``E_TEXT_MALFORMED`` for
+    the body (``addresses.body_fault``: NUL, a lone surrogate), ``E_BODY_TOO_LARGE`` (413, over
+    ``budgets.SEND_BODY_MAX_BYTES`` UTF-8 bytes). Errors name the body ``body`` (``text`` on ``POST /api/mail``).
+    Pure. The same checks guard drafts (``outbound.drafts``).
+    """
+    reject_header_injection("Subject", subject)
+    refusal = subject_too_long(len(subject))
+    if refusal is not None:
+        raise refusal
+    reject_body_fault("body", body)
+    # A character is at least one byte: a body over the limit in characters needs no encoding to be refused.
+    refusal = body_too_large(len(body) if len(body) > budgets.SEND_BODY_MAX_BYTES else len(body.encode("utf-8")))
+    if refusal is not None:
+        raise refusal
 
 
 def validate_recipients(to: Sequence[str], cc: Sequence[str], bcc: Sequence[str]
@@ -322,7 +383,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     base = _caller_facts(facts)
     mail_class = class_of(request)
     correspondence = mail_class is MailClass.CORRESPONDENCE
-    reject_header_injection("Subject", request.subject)
+    check_composition(request.subject, request.body)
     recipients = validate_recipients(request.to, request.cc, request.bcc)
     with node.read() as conn:
         f = _read_facts(conn, org_id, author_id, request, node.settings.transport)
