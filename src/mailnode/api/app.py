@@ -8,6 +8,7 @@ from mailnode import __version__
 from mailnode.api import audit, butlers, directory, drafts, errors, health, mailboxes, messages, sends, webhooks
 from mailnode.api import butler_pauses, butler_release, butler_runs, governance, holds, retention_settings
 from mailnode.api import apps, mail, me, metrics, provider
+from mailnode.api.body_limit import RequestBodyLimit
 from mailnode.node import Node
 
 
@@ -15,6 +16,7 @@ def create_app(node: Node) -> FastAPI:
     """Build the API over ``node``. OpenAPI at ``/docs``."""
     app = FastAPI(title="mailnode", version=__version__, docs_url="/docs")
     app.state.node = node
+    app.add_middleware(RequestBodyLimit)
     errors.install(app)
     for module in (health, directory, mailboxes, messages, audit, butlers, drafts, sends, webhooks, governance,
                    butler_release, butler_runs, butler_pauses, holds, retention_settings):
