@@ -274,6 +274,14 @@ PROVIDER_SYSTEMIC_PAUSE_SECONDS = 15 * 60
 #: leading indicator; spec/transactional.md §2 "Alerting cannot be mail").
 PROVIDER_QUOTA_ALERT_PERCENT = 80
 
+#: Distinct recipients one realtime mail may name (``E_REALTIME_TOO_MANY_RECIPIENTS``, 422). Realtime mail
+#: is a code for one person (seed 002; spec/transactional.md §1), tried once inside the caller's request,
+#: and each recipient is one ``POST /emails`` plus one ``GET /emails/{id}`` (the transport reads the
+#: Message-ID back). Sized: 5 recipients are 10 API requests, Resend's documented default per-second rate
+#: (spec/resend.md §6; measured: a sixth recipient met 429 ``rate_limit_exceeded`` against the local
+#: server, making the send terminal half-delivered), and half the seed's reserve (100 - 90).
+REALTIME_RECIPIENTS_MAX = 5
+
 #: Longest application name, in characters. Sized like BUTLER_NAME_MAX_CHARS: a name is a label shown in
 #: lists, token labels and audit entries.
 APP_NAME_MAX_CHARS = 200
@@ -304,6 +312,13 @@ VERIFICATION_CODE_TTL_SECONDS = 24 * 3600
 VERIFICATION_COOLDOWN_SECONDS = 60
 #: Wrong guesses allowed per code; the last one clears it (seed 002: "one of the five attempts").
 VERIFICATION_MAX_ATTEMPTS = 5
+#: Verification codes one person may ask for per UTC day, sent or not (``E_VERIFICATION_DAILY_CAP``, 429,
+#: until 00:00 UTC). The 60 s cooldown alone lets one person spend 1,440 provider requests a day, and ~90
+#: presses exhaust the seed's realtime allowance (90 of 100). Sized: enough for a mistyped address and a
+#: few retries; one person spends at most 5 of those 90, so exhausting the codes of everybody takes 18
+#: people at their cap, not one. Counted from ``contact_email.code_requested`` audit entries under the
+#: person's lock (notify.verification_io).
+VERIFICATION_CODES_PER_PERSON_PER_DAY = 5
 #: Random bytes of a node secret generated into the data directory (sized: 256 bits, the HMAC-SHA256 key
 #: length RFC 2104 §3 recommends as a minimum of L bytes for SHA-256).
 NODE_SECRET_BYTES = 32

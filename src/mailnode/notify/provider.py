@@ -19,7 +19,8 @@ The rules, in one place:
   pinned at the limit, ``monthly_quota`` until the first of the next UTC month with the reading untouched,
   ``systemic`` for ``PROVIDER_SYSTEMIC_PAUSE_SECONDS``. ``validation_error`` is not in the table.
 - Each class has a ceiling on the day's reading: realtime stops at the reserve (seed: 90 of 100),
-  correspondence between, deferrable at the limit. A realtime refusal made on the reserve alone is logged
+  correspondence between, deferrable at the limit. A send is counted by the requests it will make (one
+  per recipient): it may go only while ``reading + requests <= ceiling``. A realtime refusal made on the reserve alone is logged
   at error as ``provider.realtime_refused_on_reserve``, so a header whose meaning changed is alertable.
 - Realtime only reads the breaker; nobody sends while a pause is in force. Once ``unavailable_until`` has
   passed the breaker is ``probe_due``: the sweeper probes with one send (``sweeper_rules.pass_plan``), and
@@ -420,16 +421,28 @@ def may_send(
     mail_class: str | MailClass,
     now: datetime,
     limits: ProviderLimits = DEFAULT_LIMITS,
+    *,
+    requests: int = 1,
 ) -> Decision:
-    """May mail of ``mail_class`` go to the provider at ``now``? A read: it never changes the status.
+    """May mail of ``mail_class`` that makes ``requests`` provider requests go at ``now``? A read only.
+
+    ``requests`` is how many provider requests the send will make: one per recipient (each recipient is
+    its own ``POST /emails``), 1 for one code. The ceiling bounds the day's reading *after* the send, so
+    one call cannot spend past its class's ceiling into the reserve kept for deferrable notices
+    (spec/transactional.md §2 "Reserve"): the refusal is ``reading + requests > ceiling``, which for one
+    request is ``reading >= ceiling``. Raises ``ValueError`` when ``requests < 1`` (a caller's defect).
 
     Order: unknown class (refused, ``class_not_classified``); a pause in force (``provider_paused`` until
-    its end); the day's reading at or above the class's ceiling (``quota_ceiling`` until the next UTC
-    midnight); else allowed (``probe`` True when the pause has ended without a success since).
+    its end); the day's reading plus ``requests`` over the class's ceiling (``quota_ceiling`` until the
+    next UTC midnight); else allowed (``probe`` True when the pause has ended without a success since).
+    With no usable reading today (none yet, or no daily cap) the ceilings do not apply.
 
     A realtime refusal where the reading is below the daily limit (so deferrable mail still goes) is a
-    refusal on the reserve alone and carries ``provider.realtime_refused_on_reserve`` at error level.
+    refusal on the reserve alone and carries ``provider.realtime_refused_on_reserve`` at error level
+    (its detail names ``requests``).
     """
+    if requests < 1:
+        raise ValueError(f"a send makes at least one provider request, not {requests}")
     cls = parse_mail_class(mail_class)
     if cls is None:
         event = LogEvent(TOKEN_CLASS_NOT_CLASSIFIED, LogLevel.ERROR, {"mail_class": str(mail_class)[:40]})
@@ -442,7 +455,7 @@ def may_send(
     reading = reading_today(status, now, limits)
     logs: tuple[LogEvent, ...] = (reading.log,) if reading.log is not None else ()
     ceiling = limits.ceiling_for(cls)
-    if reading.value is not None and ceiling is not None and reading.value >= ceiling:
+    if reading.value is not None and ceiling is not None and reading.value + requests > ceiling:
         token = None
         if (
             cls is MailClass.REALTIME
@@ -457,6 +470,7 @@ def may_send(
                     "reading": reading.value,
                     "ceiling": ceiling,
                     "daily_limit": limits.daily_limit,
+                    "requests": requests,
                 },
             )
             logs = (*logs, event)

@@ -116,9 +116,13 @@ def record(conn: Connection, transport: str, outcome: SubmitOutcome, now: dateti
     return recorded.status
 
 
-def decide(conn: Connection, transport: str, mail_class: str, now: datetime, limits: ProviderLimits) -> Decision:
-    """``may_send`` for ``mail_class`` on ``transport``'s stored row at ``now``, its logs written. One statement."""
-    decision = may_send(read_status(conn, transport), mail_class, now, limits)
+def decide(conn: Connection, transport: str, mail_class: str, now: datetime, limits: ProviderLimits, *,
+           requests: int = 1) -> Decision:
+    """``may_send`` for ``mail_class`` on ``transport``'s stored row at ``now``, its logs written. One statement.
+
+    ``requests``: the provider requests the send will make (one per recipient); see ``provider.may_send``.
+    """
+    decision = may_send(read_status(conn, transport), mail_class, now, limits, requests=requests)
     emit(decision.logs)
     return decision
 

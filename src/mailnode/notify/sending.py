@@ -1,7 +1,9 @@
 """Sending transactional mail: the system sender, realtime mail inside its request, and idempotency keys.
 
 Realtime mail (spec/transactional.md §1, §4, §6) is delivered by the request that creates it: the
-provider breaker is read first (a refusal seals nothing and costs zero provider requests), then the send
+provider breaker is read first, counting one provider request per recipient so one call cannot spend past
+the realtime ceiling into the reserve (a refusal seals nothing and costs zero provider requests; at most
+``budgets.REALTIME_RECIPIENTS_MAX`` recipients per call), then the send
 is sealed with ``mail_class=realtime`` and dispatched at once through ``outbound.dispatch.dispatch_one``
 (so every hand-over goes through the same recheck, claim and ``provider_io.record``). Anything but a
 hand-over is terminal at once (``REALTIME_TERMINAL``) and answers the deliberately vague 503; the
@@ -16,15 +18,15 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 
-from mailnode import audit
+from mailnode import audit, budgets
 from mailnode.config import Settings
-from mailnode.errors import MailnodeError, conflict
+from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 from mailnode.node import Node
 from mailnode.notify import provider_io
 from mailnode.notify.classes import MailClass
 from mailnode.outbound import dispatch
-from mailnode.outbound.seal import SealRequest, Sealed, seal
+from mailnode.outbound.seal import SealRequest, Sealed, seal, validate_recipients
 from mailnode.outbound.states import REASON_WORDS, SendState, StateReason
 from mailnode.outbound.tables import send_manifests, send_recipients
 from mailnode.outbound.transports import Transport, make_transport
@@ -110,18 +112,43 @@ async def deliver_realtime_async(node: Node, sealed_id: str, org_id: str, transp
     return result.state
 
 
+def too_many_realtime_recipients(observed: int) -> MailnodeError:
+    """422 ``E_REALTIME_TOO_MANY_RECIPIENTS``: one realtime mail names more than ``REALTIME_RECIPIENTS_MAX``."""
+    limit = budgets.REALTIME_RECIPIENTS_MAX
+    return invalid("E_REALTIME_TOO_MANY_RECIPIENTS",
+                   f"REALTIME_RECIPIENTS_MAX is {limit}; this realtime mail names {observed} recipients.",
+                   "Realtime mail is a code for one person, sent inside the request; each recipient is one "
+                   "provider request spent from the day's realtime allowance, so one call is bounded.",
+                   "Send one realtime mail per person (POST /api/mail, class realtime), or send this one as "
+                   "class deferrable.", limit_name="REALTIME_RECIPIENTS_MAX", limit=limit, observed=observed)
+
+
+def realtime_requests(request: SealRequest) -> int:
+    """The provider requests a realtime ``request`` will make: one per distinct recipient (the ``resend``
+    transport posts once per recipient). Raises the recipients' 422s (``seal.validate_recipients``) and
+    ``E_REALTIME_TOO_MANY_RECIPIENTS`` (422) past ``budgets.REALTIME_RECIPIENTS_MAX``. Pure."""
+    count = len(validate_recipients(request.to, request.cc, request.bcc))
+    if count > budgets.REALTIME_RECIPIENTS_MAX:
+        raise too_many_realtime_recipients(count)
+    return count
+
+
 def send_realtime(node: Node, *, org_id: str, author_id: str, request: SealRequest,
                   transport: Transport | None = None) -> Sealed:
     """Seal ``request`` as realtime mail and hand it over inside this call; the ``Sealed`` on success.
 
-    Order: the provider breaker for the realtime class (refused: ``E_SEND_UNAVAILABLE`` 503, nothing
-    sealed, no provider request); the seal (its own errors); a gate at seal (domain pause, rate breaker)
-    makes it terminal; then ``dispatch_one``; anything but ``handed_over`` is terminal and answers the
-    vague 503 with ``detail.send_id``. Call it from synchronous code (it runs its own event loop).
+    Order: the recipients (the seal's 422s) and ``realtime_requests`` (``E_REALTIME_TOO_MANY_RECIPIENTS``
+    422 past ``budgets.REALTIME_RECIPIENTS_MAX``); the provider breaker for the realtime class counting
+    one request per recipient (``provider.may_send(..., requests=n)``; refused: ``E_SEND_UNAVAILABLE``
+    503, nothing sealed, no provider request); the seal (its own errors); a gate at seal (domain pause,
+    rate breaker) makes it terminal; then ``dispatch_one``; anything but ``handed_over`` is terminal and
+    answers the vague 503 with ``detail.send_id``. Call it from synchronous code (it runs its own event loop).
     """
+    requests = realtime_requests(request)
     with node.read() as conn:
         decision = provider_io.decide(conn, (transport.capabilities.name if transport else node.settings.transport),
-                                      MailClass.REALTIME.value, node.clock.now(), provider_io.limits_of(node.settings))
+                                      MailClass.REALTIME.value, node.clock.now(), provider_io.limits_of(node.settings),
+                                      requests=requests)
     if not decision.allowed:
         raise unavailable()
     sealed = seal(node, org_id=org_id, author_id=author_id,

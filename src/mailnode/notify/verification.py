@@ -3,9 +3,10 @@
 spec/transactional.md §4 (seed 002, "Verification is now synchronous" and "The verification record is the
 rate limit, so it stays"). The flow the I/O layer runs:
 
-1. ``may_request(record, status, now)``: the provider breaker (realtime class) and the cooldown are read
-   before anything is minted, written or armed; a shut breaker answers the vague 503 and costs zero
-   provider requests.
+1. ``may_request(record, status, now, codes_today=n)``: the provider breaker (realtime class, one
+   request), the person's daily cap (``daily_cap_reached``: ``budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY``
+   per UTC day) and the cooldown are read before anything is minted, written or armed; a shut breaker
+   answers the vague 503 and costs zero provider requests, the cap a 429 saying when it resets.
 2. ``mint_code()`` then ``issue(...)``: write the record (a keyed hash of the code, never the code), then
    send the code as ``realtime`` mail and await the provider's answer.
 3. On a failed send, ``after_send_failed(record)``: the record survives as a cooldown with its code
@@ -32,7 +33,7 @@ from mailnode.clock import utc
 from mailnode.errors import MailnodeError
 from mailnode.notify.classes import MailClass
 from mailnode.notify.log import LogEvent
-from mailnode.notify.provider import DEFAULT_LIMITS, ProviderLimits, ProviderStatus, may_send
+from mailnode.notify.provider import DEFAULT_LIMITS, ProviderLimits, ProviderStatus, may_send, next_utc_midnight
 
 #: What a person reads when a code cannot be sent: the same words for a quota, a revoked key and an
 #: unverified domain, because none of it is theirs to act on (seed 002; spec/transactional.md §4).
@@ -63,12 +64,14 @@ class VerificationRecord:
 
 @dataclass(frozen=True)
 class VerificationRules:
-    """The numbers (defaults from budgets: seed 002's 24 h, 60 s and 5 attempts; 6 digits sized)."""
+    """The numbers (defaults from budgets: seed 002's 24 h, 60 s and 5 attempts; 6 digits and the daily
+    cap per person sized)."""
 
     code_digits: int = budgets.VERIFICATION_CODE_DIGITS
     ttl_seconds: int = budgets.VERIFICATION_CODE_TTL_SECONDS
     cooldown_seconds: int = budgets.VERIFICATION_COOLDOWN_SECONDS
     max_attempts: int = budgets.VERIFICATION_MAX_ATTEMPTS
+    codes_per_day: int = budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY
 
 
 DEFAULT_RULES = VerificationRules()
@@ -97,21 +100,49 @@ class RequestOutcome(StrEnum):
     - ``allowed``: mint, write the record (``issue``), send as realtime mail, await it.
     - ``provider_unavailable``: the breaker refuses realtime mail: 503 with the vague message, nothing
       minted, written or armed.
+    - ``daily_cap``: the person already asked for ``codes_per_day`` codes this UTC day: 429 with
+      ``resets_at`` (the next 00:00 UTC) and ``retry_after_seconds``.
     - ``cooldown``: a code was requested less than the cooldown ago: 429 with ``retry_after_seconds``.
     """
 
     ALLOWED = "allowed"
     PROVIDER_UNAVAILABLE = "provider_unavailable"
+    DAILY_CAP = "daily_cap"
     COOLDOWN = "cooldown"
 
 
 @dataclass(frozen=True)
 class RequestDecision:
-    """The answer of ``may_request``: the outcome, seconds to wait (cooldown), and lines to log."""
+    """The answer of ``may_request``.
+
+    Attributes:
+        outcome: ``RequestOutcome``.
+        retry_after_seconds: seconds until asking again can succeed (cooldown, daily cap), else None.
+        resets_at: for ``daily_cap``, when the person's count starts again (aware UTC, the next 00:00 UTC).
+        logs: lines to log (the breaker's).
+    """
 
     outcome: RequestOutcome
     retry_after_seconds: int | None = None
     logs: tuple[LogEvent, ...] = ()
+    resets_at: datetime | None = None
+
+
+def utc_day_bounds(now: datetime) -> tuple[datetime, datetime]:
+    """``(start, end)`` of the UTC day holding ``now`` (aware, 00:00 UTC to the next 00:00 UTC): the window
+    the daily cap counts in. The provider's daily quota resets at 00:00 UTC too (spec/resend.md §7)."""
+    end = next_utc_midnight(now)
+    return end - timedelta(days=1), end
+
+
+def daily_cap_reached(codes_today: int, rules: VerificationRules = DEFAULT_RULES) -> bool:
+    """Whether a person who already asked for ``codes_today`` codes this UTC day may not ask for another.
+
+    ``codes_today`` counts every code request that passed (sent or not: a failed send spent a provider
+    request too). The cap is ``rules.codes_per_day``; a negative count (a damaged read) is refused, so
+    the rule fails closed.
+    """
+    return codes_today < 0 or codes_today >= rules.codes_per_day
 
 
 def may_request(
@@ -120,16 +151,24 @@ def may_request(
     now: datetime,
     rules: VerificationRules = DEFAULT_RULES,
     limits: ProviderLimits = DEFAULT_LIMITS,
+    *,
+    codes_today: int = 0,
 ) -> RequestDecision:
     """May the person be sent a new code at ``now``? Reads only; the breaker first.
 
-    The provider breaker is asked for the ``realtime`` class (a refusal on the reserve alone carries its
-    error-level log). Then the cooldown: ``record.sent_at + cooldown`` still ahead refuses, whether the
-    last send worked or not (the record is the endpoint's only throttle).
+    The provider breaker is asked for the ``realtime`` class and one request, the code (a refusal on the
+    reserve alone carries its error-level log). Then the daily cap: ``codes_today`` (the person's code
+    requests since 00:00 UTC, ``utc_day_bounds``) at ``rules.codes_per_day`` refuses until the next 00:00
+    UTC. Then the cooldown: ``record.sent_at + cooldown`` still ahead refuses, whether the last send worked
+    or not.
     """
-    decision = may_send(status, MailClass.REALTIME, now, limits)
+    decision = may_send(status, MailClass.REALTIME, now, limits, requests=1)
     if not decision.allowed:
         return RequestDecision(RequestOutcome.PROVIDER_UNAVAILABLE, logs=decision.logs)
+    if daily_cap_reached(codes_today, rules):
+        resets = next_utc_midnight(now)
+        wait = math.ceil((resets - utc(now)).total_seconds())
+        return RequestDecision(RequestOutcome.DAILY_CAP, max(wait, 1), decision.logs, resets_at=resets)
     if record is not None:
         ends = utc(record.sent_at) + timedelta(seconds=rules.cooldown_seconds)
         if utc(now) < ends:
@@ -254,6 +293,14 @@ _ERRORS: dict[RequestOutcome | VerifyOutcome, tuple[str, int, str, str] | None] 
         VAGUE_UNAVAILABLE_MESSAGE,
         "Try again in a little while: POST /api/me/contact-email.",
     ),
+    RequestOutcome.DAILY_CAP: (
+        "E_VERIFICATION_DAILY_CAP",
+        429,
+        "You have asked for as many verification codes today as one person may "
+        f"({budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY} per UTC day).",
+        "Check the address you typed, then ask again after 00:00 UTC (detail.resets_at): "
+        "POST /api/me/contact-email.",
+    ),
     RequestOutcome.COOLDOWN: (
         "E_VERIFICATION_COOLDOWN",
         429,
@@ -300,6 +347,8 @@ def error_for(outcome: RequestOutcome | VerifyOutcome, **detail: object) -> Mail
     why = (
         "Sending is unavailable for now."
         if status == 503
+        else "Each code spends one of the node's limited daily sends, so a person's codes are capped per day."
+        if outcome is RequestOutcome.DAILY_CAP
         else "Verification codes are limited in time, attempts and frequency."
     )
     return MailnodeError(code=code, what=what, why=why, fix=fix, status=status, detail=dict(detail))

@@ -1,7 +1,9 @@
 """Verification codes for a person's contact address: the I/O around ``notify.verification`` (spec §4).
 
-``request_code``: the provider breaker (realtime class) and the cooldown are read before anything is
-minted, written or armed (a shut breaker costs zero provider requests and answers the vague 503); then
+``request_code``: the provider breaker (realtime class), the person's daily cap (``codes_today``: their
+``contact_email.code_requested`` audit entries this UTC day) and the cooldown are read before anything is
+minted, written or armed (a shut breaker costs zero provider requests and answers the vague 503; the cap
+answers 429 ``E_VERIFICATION_DAILY_CAP`` with ``detail.resets_at``); then
 the contact address and the record (a keyed hash of the code) are written, and the code is sent as
 realtime system mail and awaited (``notify.sending.send_realtime``). A failed send keeps the record as a
 cooldown with its code cleared (``after_send_failed``) and answers the vague 503.
@@ -12,7 +14,8 @@ still the person's contact address. ``contact_json`` is what ``GET /api/me`` sho
 
 Concurrency: both write transactions first lock the person's ``users`` row (``lock_person``; ``FOR
 UPDATE`` on PostgreSQL, the ``BEGIN IMMEDIATE`` write lock on SQLite) and decide on the record read under
-that lock. So requests fired in parallel cannot each pass the cooldown (one code, one provider request),
+that lock. So requests fired in parallel cannot each pass the cooldown (one code, one provider request)
+nor the daily cap (the count is read under the lock, and the entry it counts is written in that transaction),
 and guesses fired in parallel cannot each spend the same attempt (at most ``max_attempts`` guesses per code).
 """
 
@@ -21,10 +24,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, update
+from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from mailnode import audit
+from mailnode import audit, budgets
+from mailnode.audit import audit_entries
 from mailnode.directory.tables import users
 from mailnode.errors import MailnodeError
 from mailnode.ids import prefix_of
@@ -34,6 +38,7 @@ from mailnode.notify.secret import node_secret
 from mailnode.notify.sending import send_realtime, system_sender
 from mailnode.notify.tables import contact_addresses, verification_records
 from mailnode.notify.verification import (
+    RequestDecision,
     RequestOutcome,
     VerificationRecord,
     VerifyOutcome,
@@ -42,8 +47,12 @@ from mailnode.notify.verification import (
     issue,
     may_request,
     mint_code,
+    utc_day_bounds,
     verify,
 )
+
+#: The audit action a code request writes (under the person's lock, before the send); the daily cap counts it.
+CODE_REQUESTED = "contact_email.code_requested"
 from mailnode.outbound.addresses import normalise_address
 from mailnode.outbound.seal import SealRequest
 
@@ -69,6 +78,16 @@ def read_record(conn: Connection, user_id: str) -> VerificationRecord | None:
         return None
     return VerificationRecord(user_id=row.user_id, address=row.address, code_hash=row.code_hash,
                               sent_at=row.sent_at, expires_at=row.expires_at, attempts=int(row.attempts))
+
+
+def codes_today(conn: Connection, org_id: str, user_id: str, now: datetime) -> int:
+    """The person's code requests in the UTC day holding ``now`` (``CODE_REQUESTED`` audit entries they
+    wrote, sent or not). One statement, on ``ix_audit_entries_action`` (org, action, at)."""
+    start, end = utc_day_bounds(now)
+    a = audit_entries.c
+    return int(conn.execute(select(func.count()).select_from(audit_entries).where(
+        a.org_id == org_id, a.action == CODE_REQUESTED, a.at >= start, a.at < end,
+        a.actor_id == user_id)).scalar_one())
 
 
 def write_record(conn: Connection, org_id: str, record: VerificationRecord, send_id: str | None = None) -> None:
@@ -103,7 +122,8 @@ def request_code(node: Node, *, org_id: str, user_id: str, address: str) -> dict
     """Set ``address`` as the person's contact address and send it a code (realtime, awaited).
 
     Raises ``E_NOT_A_PERSON`` (403), the address errors (422), ``E_VERIFICATION_UNAVAILABLE`` (503, vague:
-    the breaker refuses realtime mail, or the send failed), ``E_VERIFICATION_COOLDOWN`` (429).
+    the breaker refuses realtime mail, or the send failed), ``E_VERIFICATION_DAILY_CAP`` (429, with
+    ``detail.resets_at`` ISO 8601 UTC and ``retry_after_seconds``) and ``E_VERIFICATION_COOLDOWN`` (429).
     """
     if prefix_of(user_id) != "usr":
         raise not_a_person(user_id)
@@ -114,20 +134,23 @@ def request_code(node: Node, *, org_id: str, user_id: str, address: str) -> dict
         record = read_record(conn, user_id)
         status = provider_io.read_status(conn, node.settings.transport)
         sender = system_sender(conn, org_id, node.settings)
-    decision = may_request(record, status, now, limits=limits)
+        count = codes_today(conn, org_id, user_id, now)
+    decision = may_request(record, status, now, limits=limits, codes_today=count)
     provider_io.emit(decision.logs)
-    _refuse_unless_allowed(decision.outcome, decision.retry_after_seconds)
+    _refuse_unless_allowed(decision, count)
     code = mint_code()
     issued = issue(user_id, normalised, code, now, secret=node_secret(node.settings))
     with node.begin() as conn:
-        # Decide again on the record read under the person's lock: a parallel request may have armed the
-        # cooldown since the read above (its logs were emitted once, above).
+        # Decide again on the record and the count read under the person's lock: a parallel request may
+        # have armed the cooldown or spent the day's last code since the read above (its logs were
+        # emitted once, above).
         lock_person(conn, user_id)
-        again = may_request(read_record(conn, user_id), status, now, limits=limits)
-        _refuse_unless_allowed(again.outcome, again.retry_after_seconds)
+        locked_count = codes_today(conn, org_id, user_id, now)
+        again = may_request(read_record(conn, user_id), status, now, limits=limits, codes_today=locked_count)
+        _refuse_unless_allowed(again, locked_count)
         _set_contact(conn, org_id, user_id, normalised, now)
         write_record(conn, org_id, issued)
-        audit.append(conn, org_id=org_id, at=now, action="contact_email.code_requested", actor_id=user_id,
+        audit.append(conn, org_id=org_id, at=now, action=CODE_REQUESTED, actor_id=user_id,
                      subject=user_id, detail={"address": normalised})
     request = SealRequest(mailbox_id=sender.mailbox_id, to=[normalised], subject="Your verification code",
                           body=f"Your verification code is {code}. It expires in 24 hours.",
@@ -150,12 +173,19 @@ def request_code(node: Node, *, org_id: str, user_id: str, address: str) -> dict
                               "expires_at": issued.expires_at.isoformat() if issued.expires_at else None}}
 
 
-def _refuse_unless_allowed(outcome: RequestOutcome, retry_after_seconds: int | None) -> None:
-    """Raise the outcome's error (``retry_after_seconds`` in its detail only when there is one)."""
-    if outcome is RequestOutcome.ALLOWED:
+def _refuse_unless_allowed(decision: RequestDecision, count: int) -> None:
+    """Raise the decision's error: ``retry_after_seconds`` in its detail when there is one; for the daily
+    cap also ``resets_at`` (ISO 8601 UTC), ``limit_name``, ``limit`` and ``observed`` (``count``)."""
+    if decision.outcome is RequestOutcome.ALLOWED:
         return
-    detail = {} if retry_after_seconds is None else {"retry_after_seconds": retry_after_seconds}
-    error = error_for(outcome, **detail)
+    detail: dict[str, Any] = {}
+    if decision.retry_after_seconds is not None:
+        detail["retry_after_seconds"] = decision.retry_after_seconds
+    if decision.outcome is RequestOutcome.DAILY_CAP:
+        detail.update(resets_at=decision.resets_at.isoformat() if decision.resets_at else None,
+                      limit_name="VERIFICATION_CODES_PER_PERSON_PER_DAY",
+                      limit=budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY, observed=count)
+    error = error_for(decision.outcome, **detail)
     if error is not None:
         raise error
 
