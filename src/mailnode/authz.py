@@ -15,9 +15,11 @@ from typing import Any, Literal
 from sqlalchemy import Connection, delete, or_, select
 
 from mailnode import audit
+from mailnode.butler.tables import butlers
 from mailnode.directory.tables import organisations, relationship_tuples, team_members, teams, users
 from mailnode.errors import invalid, not_an_administrator, not_found
 from mailnode.ids import new_id, parse_id, prefix_of
+from mailnode.notify.tables import applications
 
 ObjectType = Literal["organisation", "mailbox"]
 
@@ -110,11 +112,7 @@ class Grant:
 
 
 def _check_subject(conn: Connection, org_id: str, subject_id: str) -> None:
-    kind = prefix_of(subject_id)
-    table = {"usr": users, "tm": teams}.get(kind or "")
-    if kind in ("btl", "app"):
-        # Butlers and applications are checked by their own modules when those exist; the id shape is enough here.
-        return
+    table = {"usr": users, "tm": teams, "btl": butlers, "app": applications}.get(prefix_of(subject_id) or "")
     if table is None:
         raise invalid(
             "E_SUBJECT_MALFORMED",
@@ -125,8 +123,10 @@ def _check_subject(conn: Connection, org_id: str, subject_id: str) -> None:
         )
     found = conn.execute(select(table.c.id).where(table.c.id == subject_id, table.c.org_id == org_id)).first()
     if found is None:
-        raise not_found("E_NO_SUCH_SUBJECT", f"No user or team {subject_id} in this organisation.",
-                        fix="List users with GET /api/users and teams with GET /api/teams.", subject_id=subject_id)
+        raise not_found("E_NO_SUCH_SUBJECT",
+                        f"No user, team, Butler or application {subject_id} in this organisation.",
+                        fix="List them with GET /api/users, GET /api/teams, GET /api/butlers or GET /api/apps.",
+                        subject_id=subject_id)
 
 
 def grant(conn: Connection, *, org_id: str, actor_id: str | None, at: datetime, subject_id: str, relation: str,

@@ -90,6 +90,18 @@ def test_app_create_prints_the_token_once_and_it_sends_only_once_granted(
     assert deferrable.status_code == 202 and deferrable.json()["mail"]["state"] == "held"
 
 
+def test_access_is_granted_only_to_an_application_or_butler_that_exists(api: Any, installed: Any) -> None:
+    admin = bearer(installed.token)
+    for ghost in ("app_01JAAAAAAAAAAAAAAAAAAAAAAA", "btl_01JAAAAAAAAAAAAAAAAAAAAAAA"):
+        r = api.post("/api/access", json={"subject_id": ghost, "relation": "send.propose",
+                                          "object_id": installed.mailbox_id}, headers=admin)
+        assert r.status_code == 404 and r.json()["error"] == "E_NO_SUCH_SUBJECT", r.text
+    app_id = api.post("/api/apps", json={"name": "real"}, headers=admin).json()["application"]["id"]
+    r = api.post("/api/access", json={"subject_id": app_id, "relation": "send.propose",
+                                      "object_id": installed.mailbox_id}, headers=admin)
+    assert r.status_code in (200, 201), r.text
+
+
 def test_a_lost_application_token_is_replaced_not_recovered(api: Any, installed: Any, settings: Settings) -> None:
     first = json.loads(_cli(settings, "app", "create", "pipeline", "--json").stdout)
     replaced = _cli(settings, "app", "token", "pipeline", "--json")
