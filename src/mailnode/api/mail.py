@@ -9,9 +9,14 @@ the same key with a different mail (another mailbox, class, recipient set, subje
 caller is never told that a mail it did not send was sent. A realtime replay while the first request is
 still with the provider answers ``E_MAIL_IN_FLIGHT`` (409, ``detail.send_id``), not the 503 that would
 read as a failure (``realtime_replay_answer``). A subject with no visible character is refused
-``E_MAIL_SUBJECT_EMPTY`` (422) and a key holding a control character ``E_IDEMPOTENCY_KEY_MALFORMED`` (422,
-PostgreSQL cannot store NUL) before anything is read or sealed. Correspondence is not sent here
-(``POST /api/sends``).
+``E_MAIL_SUBJECT_EMPTY`` (422), a key holding a control character ``E_IDEMPOTENCY_KEY_MALFORMED`` (422,
+PostgreSQL cannot store NUL) and a key in the node's own namespace (``mailnode:``, the keys its notices
+are sealed under) ``E_IDEMPOTENCY_KEY_RESERVED`` (422) before anything is read or sealed. Realtime mail
+names at most ``budgets.REALTIME_RECIPIENTS_MAX`` recipients (``E_REALTIME_TOO_MANY_RECIPIENTS``, 422) and
+is refused by the provider breaker when its recipients, one provider request each, would take the day's
+reading past the realtime ceiling (``notify.sending.send_realtime``). ``GET /api/mail/{id}`` says
+``content_deleted_at`` (ISO 8601 UTC, or null) once retention deleted the send's body. Correspondence is
+not sent here (``POST /api/sends``).
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import parse_id
+from mailnode.notify import retention_io
 from mailnode.notify.classes import MailClass, parse_mail_class
+from mailnode.notify.notices import NODE_KEY_PREFIX
 from mailnode.notify.sending import find_by_key, send_realtime, unavailable
 from mailnode.outbound.seal import SealRequest, seal, validate_recipients
 from mailnode.outbound.states import SendState, words_for
@@ -183,7 +190,10 @@ def in_flight(send_id: str) -> MailnodeError:
 
 
 def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str, Any]:
-    """The API shape of one send the caller sealed; ``E_NO_SUCH_MAIL`` (404) otherwise."""
+    """The API shape of one send the caller sealed; ``E_NO_SUCH_MAIL`` (404) otherwise.
+
+    ``content_deleted_at``: when retention deleted its sealed body (ISO 8601 UTC), else null.
+    """
     parse_id(send_id, "snd", "id")
     with node.read() as conn:
         row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id,
@@ -196,10 +206,12 @@ def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str,
                                          send_recipients.c.submission_state, send_recipients.c.delivery_state)
                                   .where(send_recipients.c.manifest_id == send_id)
                                   .order_by(send_recipients.c.kind, send_recipients.c.address)).all()
+        purge = retention_io.purges_of(conn, [send_id]).get(send_id)
     return {"id": row.id, "mail_class": row.mail_class, "mailbox_id": row.mailbox_id, "state": row.state,
             "state_reason": row.state_reason, "words": words_for(row.state, row.state_reason),
             "idempotency_key": row.idempotency_key, "sealed_at": row.sealed_at.isoformat(),
             "attempts": int(row.attempts),
+            "content_deleted_at": purge[1].isoformat() if purge is not None else None,
             "recipients": [{"address": r.address, "kind": r.kind, "submission_state": r.submission_state,
                             "delivery_state": r.delivery_state} for r in recipients]}
 
@@ -231,9 +243,9 @@ def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSO
 def post_mail(body: MailIn, node: NodeDep, caller: CallerDep) -> JSONResponse:
     """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key.
 
-    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_IDEMPOTENCY_KEY_MALFORMED`` / ``E_MAIL_SUBJECT_EMPTY`` (422), the
-    seal's codes, ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime mail, ``E_MAIL_IN_FLIGHT`` (409) or
-    ``E_SEND_UNAVAILABLE`` (503).
+    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_IDEMPOTENCY_KEY_MALFORMED`` / ``E_IDEMPOTENCY_KEY_RESERVED`` /
+    ``E_MAIL_SUBJECT_EMPTY`` (422), the seal's codes, ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime
+    mail, ``E_REALTIME_TOO_MANY_RECIPIENTS`` (422), ``E_MAIL_IN_FLIGHT`` (409) or ``E_SEND_UNAVAILABLE`` (503).
     """
     mail_class = parse_mail_class(body.mail_class)
     if mail_class is None or mail_class not in _CLASSES:
@@ -247,6 +259,13 @@ def post_mail(body: MailIn, node: NodeDep, caller: CallerDep) -> JSONResponse:
                       "A key is printable text: it is stored and compared as text, and PostgreSQL cannot hold NUL.",
                       "Send an idempotency_key of printable characters, e.g. a UUID.",
                       character=f"U+{ord(bad):04X}")
+    if body.idempotency_key.startswith(NODE_KEY_PREFIX):
+        raise invalid("E_IDEMPOTENCY_KEY_RESERVED",
+                      f"Idempotency keys starting {NODE_KEY_PREFIX!r} belong to the node.",
+                      "The node seals its own notices under keys in that namespace; a caller's mail under one "
+                      "could be taken for a notice.",
+                      f"Send an idempotency_key that does not start with {NODE_KEY_PREFIX!r}, e.g. a UUID.",
+                      prefix=NODE_KEY_PREFIX)
     if not body.subject.strip():
         raise invalid("E_MAIL_SUBJECT_EMPTY", "The mail has no subject.",
                       "Application mail needs a subject: providers refuse mail without one (Resend: "

@@ -27,7 +27,7 @@ from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.ids import prefix_of
 from mailnode.notify.classes import MailClass, parse_mail_class
-from mailnode.outbound.states import StateReason
+from mailnode.outbound.states import StateReason, parse_reason
 
 
 class NoticeKind(StrEnum):
@@ -193,6 +193,43 @@ def notice_for_failure(facts: FailureFacts) -> NoticeRequest | None:
     return NoticeRequest(NoticeKind.SEND_FAILED, facts.send_id, Audience.AUTHOR, failure)
 
 
+#: Idempotency keys starting with this belong to the node: no caller may supply one (``POST /api/mail``
+#: refuses it, 422 ``E_IDEMPOTENCY_KEY_RESERVED``), so a key the node derives cannot be taken first.
+NODE_KEY_PREFIX = "mailnode:"
+
+
+def notice_idempotency_key(notice_id: str) -> str:
+    """The idempotency key a notice's send is sealed under: ``mailnode:notice:<ntf id>``.
+
+    In the node's namespace (``NODE_KEY_PREFIX``), so a person cannot pre-empt it by sealing mail of
+    their own under the notice id. Raises ``ValueError`` for an id that is not a notice's.
+    """
+    if prefix_of(notice_id) != "ntf":
+        raise ValueError(f"{notice_id!r} is not a notice id")
+    return f"{NODE_KEY_PREFIX}notice:{notice_id}"
+
+
+def is_notice_send(*, key: str, notice_id: str, auto_submitted: str | None, mail_class: str | None) -> bool:
+    """Whether a send found under ``key`` for notice ``notice_id`` really is that notice's, so the sweep
+    adopts it instead of sealing the notice (a crash between the seal and the write of ``send_id``).
+
+    | key | send | adopted |
+    |---|---|---|
+    | ``notice_idempotency_key(notice_id)`` | anything | yes: only the node writes keys in its namespace |
+    | the bare notice id (sealed before the key was namespaced) | system mail: ``auto-generated``, ``deferrable`` | yes |
+    | the bare notice id | anything else (a person's own mail under that key) | no |
+    | any other key | | no |
+
+    Auto-Submitted ``auto-generated`` is written only on the node's own mail (``SealRequest.system`` /
+    ``notice``); no caller's request sets it.
+    """
+    if key == notice_idempotency_key(notice_id):
+        return True
+    if key != notice_id:
+        return False
+    return auto_submitted == "auto-generated" and parse_mail_class(mail_class) is MailClass.DEFERRABLE
+
+
 #: The audit actions that record a send's failure, read by the notice sweep (``failure_of_audit``).
 FAILURE_ACTIONS: tuple[str, ...] = ("send.refused", "send.withheld", "send.outcome_unknown")
 
@@ -240,11 +277,45 @@ def failure_of_audit(action: str, reason: str | None, mail_class: str | None) ->
 FAILURE_WORDS: dict[SendFailure, str] = {
     SendFailure.BOUNCED: "did not reach a recipient: it bounced",
     SendFailure.REFUSED: "did not go out: the transport refused it",
-    SendFailure.WITHHELD: "did not go out: it was withheld at hand-over",
+    SendFailure.WITHHELD: "did not go out: the node withheld it",
     SendFailure.GAVE_UP: "did not go out: nobody could hand it over before the give-up age",
     SendFailure.DECISION_NEEDED: ("may or may not have gone out, and nothing will retry it by itself: "
                                   "you decide whether to send it again (a recipient may get it twice) or leave it"),
 }
+
+
+#: What the ``send_failed`` notice says for a send ``withheld`` with each reason, replacing the plain
+#: ``FAILURE_WORDS[WITHHELD]``. Total over the reasons whose state is ``withheld``
+#: (``outbound.states.STATE_OF_REASON``; a test checks it). Each says what stopped it and where: a
+#: retention deletion is not a hand-over refusal, and the words must not say it was.
+WITHHELD_WORDS: dict[StateReason, str] = {
+    StateReason.POLICY_DENIED: "did not go out: a policy forbids it",
+    StateReason.APPROVAL_UNSATISFIABLE: "did not go out: nobody can give the approval it needs",
+    StateReason.APPROVAL_DENIED: "did not go out: an approver refused it",
+    StateReason.DOMAIN_PAUSED: "did not go out: sending from its domain is paused",
+    StateReason.AUTHORITY_LOST: "did not go out: its author no longer may send from its mailbox",
+    StateReason.APPROVAL_REVOKED: "did not go out: its approval was withdrawn before it left",
+    StateReason.APPROVER_INELIGIBLE: "did not go out: an approver of it no longer may approve",
+    StateReason.POLICY_STRICTER: "did not go out: the policy became stricter than the one it was approved under",
+    StateReason.APPROVAL_EXPIRED: "did not go out: its approval expired before it left",
+    StateReason.EVIDENCE_CHANGED: "did not go out: its stored body no longer matches what was sealed",
+    StateReason.GAVE_UP: "did not go out: nobody could hand it over before the give-up age",
+    StateReason.REALTIME_NOT_RETRIED: "did not go out: realtime mail is tried once and the provider did not take it",
+    StateReason.RETENTION_DELETED: ("did not go out: the organisation's retention setting deleted its content while "
+                                    "it still waited to leave, and nothing restores it"),
+    StateReason.NOT_CLASSIFIED: "did not go out: its class or state is not one mailnode knows, so it was stopped",
+}
+
+
+def failure_words(failure: SendFailure, reason: str | None) -> str:
+    """What the ``send_failed`` notice says happened: ``WITHHELD_WORDS[reason]`` for a ``withheld`` send
+    whose ``reason`` (the audit entry's ``detail.reason``) is known, else ``FAILURE_WORDS[failure]`` (an
+    absent or unknown reason gets the plain words, which claim no cause)."""
+    if failure is SendFailure.WITHHELD:
+        r = parse_reason(reason)
+        if r is not None and r in WITHHELD_WORDS:
+            return WITHHELD_WORDS[r]
+    return FAILURE_WORDS[failure]
 
 
 def stage_deciders(holders: Iterable[str], roster: Iterable[str] | None, actor_id: str | None,

@@ -26,8 +26,10 @@ Issue 9 "Notices"; spec/transactional.md §1 and §5. One pass per organisation 
    address when they have none). The manifest's author is the recipient user (``send_manifests.author_id``
    is NOT NULL); the seal audits the node as the actor and names the reader as ``notice_for``, and skips
    its authority check for system mail, so the recipient needs no relation on the system sender's
-   mailbox. The notice's idempotency key is the notice id, so a crash between the seal and the write of
-   ``notices.send_id`` is healed by ``sending.find_by_key`` on the next pass.
+   mailbox. The notice's idempotency key is ``notices.notice_idempotency_key`` (``mailnode:notice:<id>``,
+   a namespace no caller may use), so a crash between the seal and the write of ``notices.send_id`` is
+   healed by ``notice_send`` on the next pass, and a person who sealed mail of their own under the
+   notice id cannot have it recorded as the notice (``notices.is_notice_send``).
 
 One bad notice does not stop its pass. A seal that refuses a notice (a ``MailnodeError`` with a 4xx
 status, ``notices.seal_refused_the_notice``: an address the seal refuses, a sender that stopped being a
@@ -72,7 +74,7 @@ from mailnode.node import Node
 from mailnode.notify import notices, retention_io
 from mailnode.notify.notice_tables import notice_trip_episodes, sweep_cursors
 from mailnode.notify.notice_tables import notices as notices_table
-from mailnode.notify.sending import find_by_key, system_sender
+from mailnode.notify.sending import system_sender
 from mailnode.notify.tables import contact_addresses
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.tables import send_manifests, send_recipient_events
@@ -226,8 +228,13 @@ def _manifest(conn: Connection, org_id: str, send_id: str) -> Any:
                         .where(m.id == send_id, m.org_id == org_id)).first()
 
 
-def _send_failed(conn: Connection, org_id: str, row: Any, failure: notices.SendFailure) -> Pending | None:
-    """The ``send_failed`` notice ``failure`` of the send ``row`` produces, or None (``notice_for_failure``)."""
+def _send_failed(conn: Connection, org_id: str, row: Any, failure: notices.SendFailure,
+                 reason: str | None = None) -> Pending | None:
+    """The ``send_failed`` notice ``failure`` of the send ``row`` produces, or None (``notice_for_failure``).
+
+    ``reason``: the audit entry's ``detail.reason``; a ``withheld`` notice says what it means
+    (``notices.failure_words``) and names it beside the failure (``withheld: retention_deleted``).
+    """
     send_id = str(row.id)
     notice_row = conn.execute(select(notices_table.c.id).where(notices_table.c.send_id == send_id)).first()
     facts = notices.FailureFacts(
@@ -239,8 +246,12 @@ def _send_failed(conn: Connection, org_id: str, row: Any, failure: notices.SendF
         return None
     author = str(row.author_id)
     people = frozenset({author}) if prefix_of(author) == "usr" else butler_owners(conn, org_id, author)
-    body = (f"Your message \"{row.subject}\" ({send_id}) {notices.FAILURE_WORDS[request.failure]} "
-            f"({request.failure.value}).\nIts state and what to do next: GET /api/sends/{send_id}\n")
+    words = notices.failure_words(request.failure, reason)
+    token = request.failure.value
+    if request.failure is notices.SendFailure.WITHHELD and words != notices.FAILURE_WORDS[request.failure]:
+        token = f"{token}: {reason}"
+    body = (f"Your message \"{row.subject}\" ({send_id}) {words} "
+            f"({token}).\nIts state and what to do next: GET /api/sends/{send_id}\n")
     if request.failure is notices.SendFailure.DECISION_NEEDED:
         body += (f"To send it again: POST /api/sends/{send_id}/retry with "
                  "{\"mode\": \"resend-may-duplicate\", \"reason\": \"...\", \"accept_duplicate_risk\": true}\n")
@@ -260,7 +271,7 @@ def _from_audit(conn: Connection, org_id: str, action: str, subject: str | None,
         if row is None:
             return None
         failure = notices.failure_of_audit(action, _reason(detail), row.mail_class)
-        return None if failure is None else _send_failed(conn, org_id, row, failure)
+        return None if failure is None else _send_failed(conn, org_id, row, failure, _reason(detail))
     if kind is notices.NoticeKind.APPROVAL_ASKED:
         asked = open_stage_deciders(conn, org_id, str(subject)) if subject else None
         if asked is None:
@@ -427,6 +438,24 @@ def unsealed_due(org_id: str, now: datetime, page_max: int = budgets.NOTICE_SWEE
             .order_by(failures, n.created_at, n.id).limit(page_max))
 
 
+def notice_send(conn: Connection, org_id: str, recipient_user_id: str, notice_id: str) -> str | None:
+    """The send already sealed for notice ``notice_id`` (its reader is the author), or None.
+
+    Reads the sends the reader authored under the notice's key or under the bare notice id (the key
+    before it was namespaced) and adopts only one ``notices.is_notice_send`` accepts. One statement.
+    """
+    m = send_manifests.c
+    key = notices.notice_idempotency_key(notice_id)
+    rows = conn.execute(select(m.id, m.idempotency_key, m.auto_submitted, m.mail_class).where(
+        m.org_id == org_id, m.author_id == recipient_user_id, m.idempotency_key.in_([key, notice_id]))
+        .order_by(m.idempotency_key.desc())).all()
+    for row in rows:
+        if notices.is_notice_send(key=str(row.idempotency_key), notice_id=notice_id,
+                                  auto_submitted=row.auto_submitted, mail_class=row.mail_class):
+            return str(row.id)
+    return None
+
+
 def _record_refusal(node: Node, org_id: str, r: Any, address: str, exc: MailnodeError) -> None:
     """The failure of one notice's seal, where a person looks: the log (stable token) and the audit trail."""
     now = node.clock.now()
@@ -460,7 +489,7 @@ def seal_pending(node: Node, org_id: str, page_max: int = budgets.NOTICE_SWEEP_P
     for r in rows:
         address = str(r.address)
         with node.read() as conn:
-            send_id = find_by_key(conn, org_id, r.recipient_user_id, r.id)
+            send_id = notice_send(conn, org_id, r.recipient_user_id, str(r.id))
             if send_id is None:
                 # Where the person reads their notices now: a retry after they fixed their address uses it.
                 address = contact_address(conn, r.recipient_user_id) or address
@@ -468,7 +497,7 @@ def seal_pending(node: Node, org_id: str, page_max: int = budgets.NOTICE_SWEEP_P
             try:
                 send_id = seal(node, org_id=org_id, author_id=r.recipient_user_id, request=SealRequest(
                     mailbox_id=sender.mailbox_id, sender_address=sender.address, to=[address], subject=r.subject,
-                    body=r.body, notice=True, idempotency_key=r.id)).id
+                    body=r.body, notice=True, idempotency_key=notices.notice_idempotency_key(str(r.id)))).id
             except MailnodeError as exc:
                 if not notices.seal_refused_the_notice(exc.status):
                     raise
