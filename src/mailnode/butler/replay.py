@@ -11,7 +11,8 @@ run; its program (the run's version: state, trigger, entry, nodes, whether it st
 the trigger facts, with the mail-content facts null and listed under ``trigger_facts_redacted`` unless
 the caller holds ``mailbox.metadata.read`` or ``mailbox.content.read`` on the delivery's mailbox
 (``FACT_DISCLOSURE`` classifies every fact; a key it does not know is content); the effect rows in order,
-each send with its current state, reason in words and retry offer (``outbound.states.retry_offer``);
+each send with its current state, reason in words, ``content_deleted_at`` and retry offer
+(``outbound.states.retry_offer``, ``none/content_deleted`` once retention deleted the send's body);
 the replays made of it; whether a re-run is available and why not; and what a run record cannot tell.
 
 ``re-run`` (administrators) opens a new run over the source run's recorded facts with the Butler's
@@ -44,6 +45,7 @@ from mailnode.butler.tables import butler_versions, butlers
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_found
 from mailnode.ids import is_id, new_id
 from mailnode.node import Node
+from mailnode.notify import retention_io
 from mailnode.outbound.states import SendState, retry_offer, words_for
 from mailnode.outbound.tables import send_manifests, send_recipients
 
@@ -172,7 +174,9 @@ def availability(row: Any) -> ReRunAvailability:
 
 
 def _effects_with_sends(conn: Connection, org_id: str, run_id: str) -> list[dict[str, Any]]:
-    """The run's effect rows in order, each send with its state, words and retry offer (three statements)."""
+    """The run's effect rows in order, each send with its state, words, ``content_deleted_at`` and retry
+    offer, which is ``none/content_deleted`` once retention deleted the send's body
+    (``retention_io.purges_of``; spec/transactional.md §5). Four statements."""
     m = send_manifests.c
     rows = conn.execute(
         select(butler_run_effects, m.id.label("send_id"), m.state.label("send_state"),
@@ -182,6 +186,7 @@ def _effects_with_sends(conn: Connection, org_id: str, run_id: str) -> list[dict
     send_ids = sorted({r.send_id for r in rows if r.send_id is not None})
     ambiguous: dict[str, int] = {}
     resent: dict[str, list[str]] = {}
+    purges = retention_io.purges_of(conn, send_ids)
     if send_ids:
         ambiguous = {r.manifest_id: int(r.n) for r in conn.execute(
             select(send_recipients.c.manifest_id, func.count().label("n"))
@@ -198,7 +203,9 @@ def _effects_with_sends(conn: Connection, org_id: str, run_id: str) -> list[dict
             item["send"] = None if r.send_id is None else {
                 "id": r.send_id, "state": r.send_state, "state_reason": r.send_reason,
                 "reason_words": words_for(r.send_state, r.send_reason), "fidelity": r.fidelity,
-                "retry": retry_offer(r.send_state, ambiguous_recipients=ambiguous.get(r.send_id, 0)).to_json(),
+                "retry": retry_offer(r.send_state, ambiguous_recipients=ambiguous.get(r.send_id, 0),
+                                     content_deleted=r.send_id in purges).to_json(),
+                "content_deleted_at": (purges[r.send_id][1].isoformat() if r.send_id in purges else None),
                 "resent_as": resent.get(r.send_id, [])}
         out.append(item)
     return out
