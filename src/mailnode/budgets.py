@@ -354,7 +354,7 @@ NOTICE_BREAKER_EPISODE_QUIET_SECONDS = 3600
 #: the rest wait for the next pass behind its cursor. Sized: a pass stays one short transaction per page.
 NOTICE_SWEEP_PAGE_MAX = 200
 #: Default seconds between notice sweeps (``Settings.notice_sweep_interval_seconds``, a DBOS schedule of the
-#: values the sweeper's interval accepts; ``notice_workflows.notice_sweep_cron``). Sized: half a
+#: values every schedule accepts; ``schedules.interval_cron``). Sized: half a
 #: minute, so a person hears of an approval or a pause within about the dispatch sweep's own cadence.
 NOTICE_SWEEP_INTERVAL_SECONDS = 30
 #: A notice whose seal was refused (a 4xx ``MailnodeError``, e.g. an address the seal refuses) is tried

@@ -9,33 +9,34 @@ from __future__ import annotations
 
 import logging
 import signal
-from typing import Any
 from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from mailnode import runtime
 from mailnode.api.app import create_app
 from mailnode.config import Settings
-from mailnode.errors import invalid
 from mailnode.ingress import workflows
 from mailnode.ingress.smtp import start_listener
 from mailnode.node import Node
 from mailnode.notify import notice_workflows
 from mailnode.notify import workflows as notify_workflows
 from mailnode.outbound import workflows as outbound_workflows
+from mailnode.schedules import interval_cron
+
+if TYPE_CHECKING:
+    from dbos import ScheduleInput
 
 log = logging.getLogger("mailnode.server")
 
 
 def run_server(settings: Settings) -> None:
-    """Run the node in the foreground until interrupted. Raises ``E_SETTING_MALFORMED`` for bad addresses."""
+    """Run the node in the foreground until interrupted. Raises ``E_SETTING_MALFORMED`` for bad addresses or
+    an interval that cannot be a schedule, before anything starts."""
     host, port = settings.http_hostport
-    settings.smtp_hostport  # validate before anything starts
-    every_seconds_cron(settings.materialise_scan_interval_seconds, "materialise_scan_interval_seconds")
-    every_seconds_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")
-    notify_workflows.sweeper_cron(settings.sweeper_interval_seconds)
-    notice_workflows.notice_sweep_cron(settings.notice_sweep_interval_seconds)
+    smtp_host, smtp_port = settings.smtp_hostport  # validated before anything starts
+    schedules(settings)  # every interval is a schedule, or nothing starts (E_SETTING_MALFORMED)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with ExitStack() as stack:
         node = Node.open(settings)
@@ -45,7 +46,6 @@ def run_server(settings: Settings) -> None:
         stack.callback(runtime.shutdown)
         apply_schedules(settings)
         workflows.scan_unmaterialised()
-        smtp_host, smtp_port = settings.smtp_hostport
         controller = start_listener(node, workflows.start, smtp_host, smtp_port)
         stack.callback(controller.stop)
         app = create_app(node)
@@ -68,30 +68,25 @@ class _Server(uvicorn.Server):
         self.should_exit = True
 
 
-def every_seconds_cron(seconds: int, setting: str) -> str:
-    """A six-field cron that fires every ``seconds`` (1..59, dividing 60); ``E_SETTING_MALFORMED`` otherwise.
+def schedules(settings: Settings) -> list[ScheduleInput]:
+    """The node's DBOS schedules from ``settings``: name, workflow and cron (``schedules.interval_cron``).
 
-    Validated here because an impossible cron kills DBOS's scheduler thread (spec/dbos.md).
+    Raises ``E_SETTING_MALFORMED`` (422) naming the first interval setting that cannot be a schedule.
     """
-    if not (1 <= seconds <= 59 and 60 % seconds == 0):
-        raise invalid("E_SETTING_MALFORMED", f"{setting} = {seconds} cannot be a schedule.",
-                      "Schedules fire every N seconds where N divides 60.",
-                      f"Set {setting} to one of 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30.", setting=setting, value=seconds)
-    return f"*/{seconds} * * * * *"
+    return [
+        {"schedule_name": "materialise-scan", "workflow_fn": workflows.scheduled_scan,
+         "schedule": interval_cron(settings.materialise_scan_interval_seconds, "materialise_scan_interval_seconds")},
+        {"schedule_name": "dispatch-sweep", "workflow_fn": outbound_workflows.scheduled_sweep,
+         "schedule": interval_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")},
+        {"schedule_name": "notify-sweeper", "workflow_fn": notify_workflows.scheduled_sweeper,
+         "schedule": interval_cron(settings.sweeper_interval_seconds, "sweeper_interval_seconds")},
+        {"schedule_name": "notice-sweep", "workflow_fn": notice_workflows.scheduled_notice_sweep,
+         "schedule": interval_cron(settings.notice_sweep_interval_seconds, "notice_sweep_interval_seconds")},
+    ]
 
 
 def apply_schedules(settings: Settings) -> None:
     """Create or replace the node's DBOS schedules (idempotent; shared by every process of the node)."""
     from dbos import DBOS
 
-    DBOS.apply_schedules([
-        {"schedule_name": "materialise-scan", "workflow_fn": workflows.scheduled_scan,
-         "schedule": every_seconds_cron(settings.materialise_scan_interval_seconds,
-                                        "materialise_scan_interval_seconds")},
-        {"schedule_name": "dispatch-sweep", "workflow_fn": outbound_workflows.scheduled_sweep,
-         "schedule": every_seconds_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")},
-        {"schedule_name": "notify-sweeper", "workflow_fn": notify_workflows.scheduled_sweeper,
-         "schedule": notify_workflows.sweeper_cron(settings.sweeper_interval_seconds)},
-        {"schedule_name": "notice-sweep", "workflow_fn": notice_workflows.scheduled_notice_sweep,
-         "schedule": notice_workflows.notice_sweep_cron(settings.notice_sweep_interval_seconds)},
-    ])
+    DBOS.apply_schedules(schedules(settings))

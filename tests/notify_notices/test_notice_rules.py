@@ -14,7 +14,6 @@ from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.notify import notices_io
 from mailnode.notify.classes import MailClass
-from mailnode.notify.notice_workflows import notice_sweep_cron
 from mailnode.notify.notices import (
     FAILURE_ACTIONS,
     FAILURE_WORDS,
@@ -27,6 +26,7 @@ from mailnode.notify.notices import (
     stage_deciders,
 )
 from mailnode.outbound.states import StateReason
+from mailnode.schedules import interval_cron
 
 CORR, DEFER, RT = "correspondence", "deferrable", "realtime"
 DEDUP = "dedup_window_closed"
@@ -144,19 +144,19 @@ def test_the_first_retry_is_the_next_default_pass_and_the_longest_wait_a_day() -
      (300, "0 */5 * * * *"), (600, "0 */10 * * * *"), (1800, "0 */30 * * * *"), (3600, "0 0 * * * *"),
      (0, None), (-30, None), (7, None), (45, None), (90, None), (420, None), (3601, None), (7200, None)],
 )
-def test_notice_sweep_cron(seconds: int, cron: str | None) -> None:
+def test_notice_sweep_interval_cron(seconds: int, cron: str | None) -> None:
     if cron is not None:
-        assert notice_sweep_cron(seconds) == cron
+        assert interval_cron(seconds, "notice_sweep_interval_seconds") == cron
         # Read as DBOS reads it (seconds first): it fires every ``seconds``, evenly, across an hour boundary.
         it = croniter(cron, datetime(2026, 3, 10, 7, 59, tzinfo=UTC), second_at_beginning=True)
         fires = [it.get_next(datetime) for _ in range(4)]
         assert [b - a for a, b in pairwise(fires)] == [timedelta(seconds=seconds)] * 3
         return
     with pytest.raises(MailnodeError) as refused:
-        notice_sweep_cron(seconds)
+        interval_cron(seconds, "notice_sweep_interval_seconds")
     assert refused.value.code == "E_SETTING_MALFORMED" and refused.value.status == 422
     assert refused.value.detail == {"setting": "notice_sweep_interval_seconds", "value": seconds}
 
 
 def test_the_default_interval_is_a_schedule() -> None:
-    assert notice_sweep_cron(budgets.NOTICE_SWEEP_INTERVAL_SECONDS) == "*/30 * * * * *"
+    assert interval_cron(budgets.NOTICE_SWEEP_INTERVAL_SECONDS, "notice_sweep_interval_seconds") == "*/30 * * * * *"

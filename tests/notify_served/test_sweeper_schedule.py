@@ -1,4 +1,4 @@
-"""The values ``sweeper_interval_seconds`` accepts (``notify.workflows.sweeper_cron``), read through DBOS's
+"""The values ``sweeper_interval_seconds`` accepts (``schedules.interval_cron``), read through DBOS's
 own cron library, and ``mailnode serve`` refusing the others before anything starts."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from croniter import croniter
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.notify.workflows import sweeper_cron
+from mailnode.schedules import interval_cron
 from tests.support.served import MAILNODE, Served, served_env
 
 
@@ -23,7 +23,7 @@ from tests.support.served import MAILNODE, Served, served_env
     (3600, "0 0 * * * *"),
 ])
 def test_an_interval_that_divides_the_minute_or_the_hour_is_a_schedule(seconds: int, cron: str) -> None:
-    assert sweeper_cron(seconds) == cron
+    assert interval_cron(seconds, "sweeper_interval_seconds") == cron
     # Read as DBOS reads it (seconds first): it fires every ``seconds``, evenly, across an hour boundary.
     start = datetime(2026, 3, 10, 7, 59, tzinfo=UTC)
     it = croniter(cron, start, second_at_beginning=True)
@@ -32,13 +32,13 @@ def test_an_interval_that_divides_the_minute_or_the_hour_is_a_schedule(seconds: 
 
 
 def test_the_default_interval_is_a_schedule() -> None:
-    assert sweeper_cron(budgets.SWEEPER_INTERVAL_SECONDS) == "0 */10 * * * *"
+    assert interval_cron(budgets.SWEEPER_INTERVAL_SECONDS, "sweeper_interval_seconds") == "0 */10 * * * *"
 
 
 @pytest.mark.parametrize("seconds", [0, -5, 7, 45, 90, 61, 420, 3000, 3601, 7200, 86_400])
 def test_an_interval_that_cannot_fire_evenly_is_refused(seconds: int) -> None:
     with pytest.raises(MailnodeError) as refused:
-        sweeper_cron(seconds)
+        interval_cron(seconds, "sweeper_interval_seconds")
     assert refused.value.code == "E_SETTING_MALFORMED" and refused.value.status == 422
     assert refused.value.detail == {"setting": "sweeper_interval_seconds", "value": seconds}
     assert "600" in refused.value.fix
