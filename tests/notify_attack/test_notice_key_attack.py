@@ -205,4 +205,4 @@ def test_a_send_retention_deleted_is_told_so_and_read_so(api: Any, org: Org, app
     assert len(told) == 1
     body = told[0].body
     assert "retention setting deleted its content" in body and "hand-over" not in body
-    assert "(withheld: retention_deleted)" in body
+    assert "(withheld)" in body

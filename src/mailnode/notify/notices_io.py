@@ -232,8 +232,8 @@ def _send_failed(conn: Connection, org_id: str, row: Any, failure: notices.SendF
                  reason: str | None = None) -> Pending | None:
     """The ``send_failed`` notice ``failure`` of the send ``row`` produces, or None (``notice_for_failure``).
 
-    ``reason``: the audit entry's ``detail.reason``; a ``withheld`` notice says what it means
-    (``notices.failure_words``) and names it beside the failure (``withheld: retention_deleted``).
+    ``reason``: the audit entry's ``detail.reason``; a ``withheld`` notice says in words what withheld
+    it (``notices.failure_words``: retention deleting its content is not a refusal at hand-over).
     """
     send_id = str(row.id)
     notice_row = conn.execute(select(notices_table.c.id).where(notices_table.c.send_id == send_id)).first()
@@ -246,12 +246,8 @@ def _send_failed(conn: Connection, org_id: str, row: Any, failure: notices.SendF
         return None
     author = str(row.author_id)
     people = frozenset({author}) if prefix_of(author) == "usr" else butler_owners(conn, org_id, author)
-    words = notices.failure_words(request.failure, reason)
-    token = request.failure.value
-    if request.failure is notices.SendFailure.WITHHELD and words != notices.FAILURE_WORDS[request.failure]:
-        token = f"{token}: {reason}"
-    body = (f"Your message \"{row.subject}\" ({send_id}) {words} "
-            f"({token}).\nIts state and what to do next: GET /api/sends/{send_id}\n")
+    body = (f"Your message \"{row.subject}\" ({send_id}) {notices.failure_words(request.failure, reason)} "
+            f"({request.failure.value}).\nIts state and what to do next: GET /api/sends/{send_id}\n")
     if request.failure is notices.SendFailure.DECISION_NEEDED:
         body += (f"To send it again: POST /api/sends/{send_id}/retry with "
                  "{\"mode\": \"resend-may-duplicate\", \"reason\": \"...\", \"accept_duplicate_risk\": true}\n")
