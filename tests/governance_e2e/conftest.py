@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 from sqlalchemy import select, update
 
 from mailnode.audit import audit_entries
@@ -21,7 +20,7 @@ from mailnode.mail.tables import mailboxes
 from mailnode.node import Node
 from mailnode.outbound import dispatch
 from tests.governance.conftest import Person, World
-from tests.outbound_db.conftest import Sink, SinkHandler, free_port
+from tests.outbound_db.conftest import Sink, running_sink
 
 
 @dataclass(frozen=True)
@@ -127,14 +126,8 @@ class Org(World):
 @pytest.fixture
 def sink() -> Iterator[Sink]:
     """A real aiosmtpd server on loopback acting as the smarthost."""
-    handler = SinkHandler()
-    port = free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield Sink(port, handler)
-    finally:
-        controller.stop()
+    with running_sink() as running:
+        yield running
 
 
 @pytest.fixture

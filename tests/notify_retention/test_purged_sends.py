@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 from sqlalchemy import select, update
 
 from mailnode.governance.tables import approvals
@@ -23,7 +22,7 @@ from mailnode.outbound.reads import NEXT_STEP
 from mailnode.outbound.states import REASON_WORDS, StateReason
 from mailnode.outbound.tables import send_manifests, send_recipients
 from tests.notify_retention.conftest import Retained
-from tests.outbound_db.conftest import Sink, SinkHandler, free_port
+from tests.outbound_db.conftest import Sink, running_sink
 
 DAY = 86_400
 RD = StateReason.RETENTION_DELETED
@@ -32,14 +31,8 @@ RD = StateReason.RETENTION_DELETED
 @pytest.fixture
 def sink() -> Iterator[Sink]:
     """A real aiosmtpd smarthost on loopback: anything dispatch hands over lands in ``handler.received``."""
-    handler = SinkHandler()
-    port = free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield Sink(port, handler)
-    finally:
-        controller.stop()
+    with running_sink() as running:
+        yield running
 
 
 def _recipients(org: Retained, sid: str) -> list[str]:

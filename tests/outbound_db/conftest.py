@@ -7,6 +7,7 @@ import smtplib
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
@@ -67,9 +68,9 @@ class Sink:
         return SmtpTransport("127.0.0.1", self.port, tls="none")
 
 
-@pytest.fixture
-def sink() -> Iterator[Sink]:
-    """A real aiosmtpd server on loopback acting as the smarthost."""
+@contextmanager
+def running_sink() -> Iterator[Sink]:
+    """A real aiosmtpd server on loopback acting as the smarthost, stopped on exit."""
     handler = SinkHandler()
     port = free_port()
     controller = Controller(handler, hostname="127.0.0.1", port=port)
@@ -78,6 +79,13 @@ def sink() -> Iterator[Sink]:
         yield Sink(port, handler)
     finally:
         controller.stop()
+
+
+@pytest.fixture
+def sink() -> Iterator[Sink]:
+    """A real aiosmtpd server on loopback acting as the smarthost."""
+    with running_sink() as running:
+        yield running
 
 
 @pytest.fixture
