@@ -133,7 +133,8 @@ REASON_WORDS: dict[StateReason, str] = {
 
 #: What each state means to a person. Total over ``SendState``.
 STATE_WORDS: dict[SendState, str] = {
-    SendState.HELD: "Sealed; waiting out the hold window, cancellable.",
+    SendState.HELD: ("Sealed and queued: it leaves at its release_at (a person's mail first waits out the "
+                     "mailbox's hold window, and can be cancelled until it leaves)."),
     SendState.AWAITING: "Waiting at a gate.",
     SendState.CANCELLED: "Stopped by a person before it left.",
     SendState.WITHHELD: "The node declined to hand it over.",
@@ -141,7 +142,8 @@ STATE_WORDS: dict[SendState, str] = {
     SendState.REFUSED: "The transport refused it; it did not leave.",
     SendState.SUPPRESSED: "The provider will not deliver to this address.",
     SendState.HANDED_OVER: "The transport accepted it; arrival is not yet known.",
-    SendState.OUTCOME_UNKNOWN: "It may or may not have left; it is never retried automatically.",
+    SendState.OUTCOME_UNKNOWN: ("It may or may not have left; it is retried automatically only under a "
+                                "deduplicating key inside its window, otherwise a person decides."),
 }
 
 #: States in which a person may still stop a send.
