@@ -109,7 +109,7 @@ def test_a_code_works_once_and_not_for_another_address(api: Any, org: Org) -> No
     r = api.post("/api/me/contact-email/verify", json={"code": second_code}, headers=h)
     assert r.status_code == 200 and r.json()["contact_email"] == {"address": "second@remote.test", "verified": True}
     again = api.post("/api/me/contact-email/verify", json={"code": second_code}, headers=h)
-    assert again.status_code == 409 and again.json()["error"] == "E_VERIFICATION_REQUEST_NEW"
+    assert again.status_code == 409 and again.json()["error"] == "E_CONTACT_EMAIL_ALREADY_VERIFIED"
     assert api.get("/api/me", headers=h).json()["me"]["contact_email_verified"] is True
 
 

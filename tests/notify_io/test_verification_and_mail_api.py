@@ -40,6 +40,10 @@ def test_verification_sends_awaits_and_verifies(api: Any, org: Org) -> None:
     assert r.status_code == 200, r.text
     me = _me(api, org)
     assert me["contact_email"] == "alex.home@remote.test" and me["contact_email_verified"] is True
+    # The code is spent: checking again says the address is verified, not "request a new code".
+    r = api.post("/api/me/contact-email/verify", json={"code": _code(org)}, headers=h)
+    assert r.status_code == 409 and r.json()["error"] == "E_CONTACT_EMAIL_ALREADY_VERIFIED", r.text
+    assert _me(api, org)["contact_email_verified"] is True and org.requests() == 1
 
 
 def test_verification_during_a_shut_breaker_costs_zero_provider_requests(api: Any, org: Org) -> None:

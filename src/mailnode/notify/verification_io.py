@@ -190,11 +190,20 @@ def _refuse_unless_allowed(decision: RequestDecision, count: int) -> None:
         raise error
 
 
+def already_verified(address: str) -> MailnodeError:
+    """The 409 ``E_CONTACT_EMAIL_ALREADY_VERIFIED``: no code is outstanding because the address is verified."""
+    return MailnodeError(code="E_CONTACT_EMAIL_ALREADY_VERIFIED", what=f"{address} is already verified.",
+                         why="Its code was used; no code is outstanding, so there is nothing to check.",
+                         fix="Nothing to do. To use another address, POST /api/me/contact-email {address}.",
+                         status=409, detail={"address": address})
+
+
 def verify_code(node: Node, *, org_id: str, user_id: str, code: str) -> dict[str, Any]:
     """Check ``code``; on success the contact address is verified (if it is still the contact address).
 
     Raises ``E_NOT_A_PERSON`` (403), ``E_VERIFICATION_CODE_WRONG`` / ``_EXPIRED`` / ``_ATTEMPTS_EXHAUSTED``
-    (422) and ``E_VERIFICATION_REQUEST_NEW`` (409), each after the record's new state is committed.
+    (422), ``E_VERIFICATION_REQUEST_NEW`` (409) and, when no code is outstanding because the address is
+    verified already, ``E_CONTACT_EMAIL_ALREADY_VERIFIED`` (409); each after the record's new state is committed.
     """
     if prefix_of(user_id) != "usr":
         raise not_a_person(user_id)
@@ -213,6 +222,10 @@ def verify_code(node: Node, *, org_id: str, user_id: str, code: str) -> dict[str
             contact = contact_json(conn, user_id)
         elif result.outcome is not VerifyOutcome.REQUEST_NEW and result.record is not None:
             write_record(conn, org_id, result.record)
+        elif result.outcome is VerifyOutcome.REQUEST_NEW and record is None:
+            current = contact_json(conn, user_id)
+            if current["contact_email_verified"]:
+                raise already_verified(str(current["contact_email"]))
     error = error_for(result.outcome, attempts_left=result.attempts_left)
     if error is not None:
         raise error
