@@ -35,6 +35,20 @@ def test_get_breakers_on_a_fresh_node_is_unarmed_with_no_percentage(api: Any, wo
     assert all(b["sentence"] for b in readings.values())
 
 
+def test_get_breakers_says_too_few_observations_when_some_were_observed(api: Any, world: World) -> None:
+    """Three attributed events (one bounce): ``observations: 3`` is never next to ``no_observations``."""
+    mid, _ = world.handed_over(3, at=world.ago(600))
+    world.event("delivered", manifest_id=mid, at=world.ago(300))
+    world.event("delivered", manifest_id=mid, at=world.ago(300))
+    world.event("bounced", manifest_id=mid, at=world.ago(200))
+    readings = {b["breaker"]: b for b in api.get("/api/breakers", headers=world.admin.headers).json()["breakers"]}
+    bounce, complaint = readings["bounce_rate"], readings["complaint_rate"]
+    assert (bounce["observations"], bounce["min_observations"], bounce["armed"]) == (3, 20, False)
+    assert bounce["unarmed_reason"] == "too_few_observations" and bounce["percent"] is None
+    assert "unarmed (too few observations), 3 observations" in bounce["sentence"]
+    assert (complaint["observations"], complaint["unarmed_reason"]) == (2, "too_few_observations")
+
+
 def test_the_breaker_statement_is_exactly_one_statement(world: World) -> None:
     world.handed_over(3)
     with world.node.read() as conn, world.node.meter.measure(keep_sql=True) as m:

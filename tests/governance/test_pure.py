@@ -118,21 +118,43 @@ def test_canonical_hash_and_validation() -> None:
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("observed, observations, armed, percent, tripped", [
-    (0, 0, False, None, False),
-    (19, 19, False, None, False),   # below the minimum: never trips, never a percentage
-    (6, 20, True, 30, False),       # exactly 30 %: not over
-    (7, 20, True, 35, True),
-    (0, 20, True, 0, False),        # armed: a real 0 %
+@pytest.mark.parametrize("observed, observations, armed, reason, percent, tripped", [
+    (0, 0, False, "no_observations", None, False),
+    (3, 3, False, "too_few_observations", None, False),   # some observed, fewer than the minimum
+    (19, 19, False, "too_few_observations", None, False),  # below the minimum: never trips, never a percentage
+    (6, 20, True, None, 30, False),       # exactly 30 %: not over
+    (7, 20, True, None, 35, True),
+    (0, 20, True, None, 0, False),        # armed: a real 0 %
 ])
-def test_rate_reading(observed: int, observations: int, armed: bool, percent: int | None, tripped: bool) -> None:
+def test_rate_reading(observed: int, observations: int, armed: bool, reason: str | None, percent: int | None,
+                      tripped: bool) -> None:
     r = breakers.read_rate(breakers.Breaker.BOUNCE_RATE, observed=observed, observations=observations,
                            max_percent=30, min_observations=20, oldest=NOW - timedelta(seconds=100), now=NOW,
                            basis="events")
-    assert (r.armed, r.percent, r.tripped) == (armed, percent, tripped)
-    assert r.unarmed_reason == (None if armed else "no_observations")
+    assert (r.armed, r.unarmed_reason, r.percent, r.tripped) == (armed, reason, percent, tripped)
+    if reason is not None:
+        assert f"unarmed ({breakers.UNARMED_WORDS[breakers.UnarmedReason(reason)]}), {observations} observations" \
+            in r.sentence
     assert r.retry_after_seconds == breakers.WINDOW_SECONDS[breakers.Breaker.BOUNCE_RATE] - 100
     assert r.retry_after_exact is False
+
+
+@pytest.mark.parametrize("observations, min_observations, reason", [
+    (0, 20, "no_observations"),
+    (0, 0, "no_observations"),          # a minimum of 0 still needs one observation to be a rate
+    (-1, 20, "no_observations"),        # a bad count fails closed: unarmed
+    (1, 20, "too_few_observations"),
+    (19, 20, "too_few_observations"),
+    (20, 20, None),
+    (1, 0, None),
+])
+def test_unarmed_reason_names_the_shortfall(observations: int, min_observations: int, reason: str | None) -> None:
+    got = breakers.unarmed_reason(observations, min_observations)
+    assert (None if got is None else got.value) == reason
+
+
+def test_unarmed_words_are_total() -> None:
+    assert set(breakers.UNARMED_WORDS) == set(breakers.UnarmedReason)
 
 
 def test_volume_reading() -> None:

@@ -85,6 +85,38 @@ REASON_OF: dict[Breaker, str] = {
     Breaker.COMPLAINT_RATE: "breaker_complaint_rate",
 }
 
+class UnarmedReason(StrEnum):
+    """Why a rate breaker is unarmed (``Reading.unarmed_reason``; spec/outbound.md §3.2).
+
+    ``no_observations``: nothing was observed in the window. ``too_few_observations``: something was, but
+    fewer than the reading's ``min_observations``. Naming the shortfall keeps ``observations: 3`` from
+    sitting next to a reason that says there were none.
+    """
+
+    NO_OBSERVATIONS = "no_observations"
+    TOO_FEW_OBSERVATIONS = "too_few_observations"
+
+
+#: The words each unarmed reason puts in a reading's sentence. Total over ``UnarmedReason``.
+UNARMED_WORDS: dict[UnarmedReason, str] = {
+    UnarmedReason.NO_OBSERVATIONS: "nothing observed",
+    UnarmedReason.TOO_FEW_OBSERVATIONS: "too few observations",
+}
+
+
+def unarmed_reason(observations: int, min_observations: int) -> UnarmedReason | None:
+    """Why a rate with ``observations`` in its window and a minimum of ``min_observations`` is unarmed (pure).
+
+    None when it is armed (``observations >= min_observations`` and at least one observation). A negative
+    count is a defect and reads as ``no_observations`` (unarmed: fail closed, never armed on a bad count).
+    """
+    if observations <= 0:
+        return UnarmedReason.NO_OBSERVATIONS
+    if observations < min_observations:
+        return UnarmedReason.TOO_FEW_OBSERVATIONS
+    return None
+
+
 #: Window of each breaker, seconds (budgets; not overridable, see the module docstring). Total over ``Breaker``.
 WINDOW_SECONDS: dict[Breaker, int] = {
     Breaker.VOLUME: budgets.BREAKER_VOLUME_WINDOW_SECONDS,
@@ -354,20 +386,21 @@ def read_rate(breaker: Breaker, *, observed: int, observations: int, max_percent
               oldest: datetime | None, now: datetime, basis: Basis) -> Reading:
     """The reading of a rate breaker (pure).
 
-    Armed when ``observations >= min_observations``; unarmed readings have ``percent`` None and never
-    trip. Tripped when ``100 * observed > max_percent * observations`` (strictly over, compared exactly;
+    Armed when ``observations >= min_observations`` (and at least one); unarmed readings have ``percent``
+    None, never trip, and say why in ``unarmed_reason`` (``unarmed_reason()``: ``no_observations`` or
+    ``too_few_observations``). Tripped when ``100 * observed > max_percent * observations`` (strictly over, compared exactly;
     ``percent`` is the rounded figure shown).
     """
     window = WINDOW_SECONDS[breaker]
-    armed = observations >= min_observations and observations > 0
+    why = unarmed_reason(observations, min_observations)
     retry = _retry_after(oldest, window, now)
     what = {Breaker.BOUNCE_RATE: "bounced", Breaker.COMPLAINT_RATE: "complained"}.get(breaker, "counted")
-    if not armed:
-        sentence = (f"{breaker.value}: unarmed, {observations} observations ({basis}) in the last "
-                    f"{_minutes(window)} where {min_observations} are needed; no percentage is given "
+    if why is not None:
+        sentence = (f"{breaker.value}: unarmed ({UNARMED_WORDS[why]}), {observations} observations ({basis}) in "
+                    f"the last {_minutes(window)} where {min_observations} are needed; no percentage is given "
                     f"and it cannot trip.")
         return Reading(breaker, observations, observed, max_percent, min_observations, window, False,
-                       "no_observations", None, False, retry, False, basis, sentence)
+                       why.value, None, False, retry, False, basis, sentence)
     percent = round(100 * observed / observations)
     tripped = 100 * observed > max_percent * observations
     sentence = (f"{breaker.value}: {percent}% ({observed} {what} of {observations} observations, {basis}) in the "
