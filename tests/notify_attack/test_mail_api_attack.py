@@ -18,6 +18,7 @@ from mailnode.api.mail import (
     MailFingerprint,
     ReplayAnswer,
     differing_fields,
+    has_visible_character,
     realtime_replay_answer,
 )
 from mailnode.authz import MAILBOX_RELATIONS, grant_unchecked
@@ -131,10 +132,18 @@ def test_differing_fields_table(asked: MailFingerprint, differs: tuple[str, ...]
     assert differing_fields(_fp(), asked) == differs
 
 
+@pytest.mark.parametrize(("subject", "visible"), [
+    ("", False), (" \t", False), ("\u200b", False), ("\u00a0", False), ("\u2060\ufeff", False),
+    ("a", True), ("\u200bx", True), ("\U0001f600", True), ("\u05d0", True), ("\u200d\U0001f468", True),
+])
+def test_what_counts_as_a_visible_subject(subject: str, visible: bool) -> None:
+    assert has_visible_character(subject) is visible
+
+
 # --- input the route refuses before sealing -------------------------------------------------------
 
 
-@pytest.mark.parametrize("subject", ["", "   ", "\t"])
+@pytest.mark.parametrize("subject", ["", "   ", "\t", "\u200b", "\u00a0\u200d", "\u2060 \ufeff"])
 def test_a_mail_without_a_subject_is_refused_before_any_provider_request(
         api: Any, org: Org, app_token: str, subject: str) -> None:
     for cls in ("realtime", "deferrable"):
@@ -288,7 +297,7 @@ def test_a_realtime_replay_while_the_first_is_with_the_provider_says_so_and_send
 @pytest.mark.parametrize("claimed", [False, True])
 @pytest.mark.parametrize("state", list(SendState))
 def test_realtime_replay_answer_is_total_over_the_states(state: SendState, claimed: bool) -> None:
-    expected = {SendState.HANDED_OVER: ReplayAnswer.ACCEPTED, SendState.HELD: ReplayAnswer.IN_FLIGHT,
+    expected = {SendState.HANDED_OVER: ReplayAnswer.HANDED_OVER, SendState.HELD: ReplayAnswer.IN_FLIGHT,
                 SendState.AWAITING: ReplayAnswer.IN_FLIGHT, SendState.THROTTLED: ReplayAnswer.IN_FLIGHT}
     if claimed:
         expected[SendState.OUTCOME_UNKNOWN] = ReplayAnswer.IN_FLIGHT

@@ -2,9 +2,9 @@
 
 Any principal holding ``send.propose`` on the mailbox may call it (an application, a person). ``realtime``
 answers 200 only after the provider accepted the mail, or the vague 503 (``E_SEND_UNAVAILABLE``, with
-``detail.send_id`` when a send was sealed); ``deferrable`` answers 202 with the id and the sweeper hands
-it over. The same ``idempotency_key`` from the same principal returns the same send, never a second one;
-the same key with a different mail (another mailbox, class, recipient set, subject or text) is refused
+``detail.send_id`` when a send was sealed); ``deferrable`` answers 202 with the id; the next dispatch
+sweep makes its first hand-over and the sweeper retries what fails. The same ``idempotency_key`` from the
+same principal returns the same send, never a second one; the same key with a different mail (another mailbox, class, recipient set, subject or text) is refused
 ``E_IDEMPOTENCY_KEY_REUSED`` (409, ``detail.send_id`` the first send, ``detail.differs`` the fields), so a
 caller is never told that a mail it did not send was sent. A realtime replay while the first request is
 still with the provider answers ``E_MAIL_IN_FLIGHT`` (409, ``detail.send_id``), not the 503 that would
@@ -140,13 +140,13 @@ def key_reused(send_id: str, key: str, differs: tuple[str, ...]) -> MailnodeErro
 class ReplayAnswer(StrEnum):
     """What a realtime replay (or the request that sealed it) answers, from the send's state.
 
-    - ``accepted``: 200 with the mail (the provider took it).
+    - ``handed_over``: 200 with the mail (the provider took it).
     - ``in_flight``: 409 ``E_MAIL_IN_FLIGHT``: the request that sealed it is still waiting for the provider
       (or died; the sweeper makes it terminal after ``sweeper_lease_seconds``). Ask again with the key.
     - ``unavailable``: the vague 503 ``E_SEND_UNAVAILABLE`` with ``detail.send_id``: it will not go.
     """
 
-    ACCEPTED = "accepted"
+    HANDED_OVER = "handed_over"
     IN_FLIGHT = "in_flight"
     UNAVAILABLE = "unavailable"
 
@@ -156,7 +156,7 @@ class ReplayAnswer(StrEnum):
 #: will not. A claimed send (``outcome_unknown`` under a lease: dispatch's mark while the provider is
 #: asked) is in flight whatever this says (``realtime_replay_answer``).
 REALTIME_REPLAY: dict[SendState, ReplayAnswer] = {
-    SendState.HANDED_OVER: ReplayAnswer.ACCEPTED,
+    SendState.HANDED_OVER: ReplayAnswer.HANDED_OVER,
     SendState.HELD: ReplayAnswer.IN_FLIGHT,
     SendState.AWAITING: ReplayAnswer.IN_FLIGHT,
     SendState.THROTTLED: ReplayAnswer.IN_FLIGHT,
@@ -182,7 +182,8 @@ def realtime_replay_answer(state: str, *, claimed: bool) -> ReplayAnswer:
 
 def in_flight(send_id: str) -> MailnodeError:
     """409 ``E_MAIL_IN_FLIGHT``: the first request with this key is still waiting for the provider."""
-    return conflict("E_MAIL_IN_FLIGHT", f"The mail {send_id} under this idempotency key is still being sent.",
+    return conflict("E_MAIL_IN_FLIGHT",
+                    f"The mail {send_id} under this idempotency key is still being handed over.",
                     "The request that sealed it has not had the provider's answer yet; realtime mail is tried "
                     "once, so this request sends nothing.",
                     f"Repeat this request with the same key in a moment, or read GET /api/mail/{send_id}.",
@@ -232,10 +233,20 @@ def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSO
         answer = realtime_replay_answer(row.state, claimed=row.lease_until is not None)
         if answer is ReplayAnswer.IN_FLIGHT:
             raise in_flight(send_id)
-        if answer is not ReplayAnswer.ACCEPTED:
+        if answer is not ReplayAnswer.HANDED_OVER:
             raise unavailable(send_id)
         return JSONResponse({"mail": mail}, status_code=200)
     return JSONResponse({"mail": mail}, status_code=202)
+
+
+def has_visible_character(text: str) -> bool:
+    """Whether ``text`` holds a character a reader sees: not white space, a separator, a control or a format
+    character (Unicode categories Z*, Cc, Cf; e.g. U+200B ZERO WIDTH SPACE alone is not visible). Pure."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE_CATEGORIES for ch in text)
+
+
+#: Unicode categories no reader sees: separators (space, line, paragraph), controls and format characters.
+_INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
 
 
 @router.post("", status_code=202, responses={200: {"description": "realtime mail the provider accepted"},
@@ -266,7 +277,7 @@ def post_mail(body: MailIn, node: NodeDep, caller: CallerDep) -> JSONResponse:
                       "could be taken for a notice.",
                       f"Send an idempotency_key that does not start with {NODE_KEY_PREFIX!r}, e.g. a UUID.",
                       prefix=NODE_KEY_PREFIX)
-    if not body.subject.strip():
+    if not has_visible_character(body.subject):
         raise invalid("E_MAIL_SUBJECT_EMPTY", "The mail has no subject.",
                       "Application mail needs a subject: providers refuse mail without one (Resend: "
                       "missing_required_field), and a realtime mail would fail after its request was spent.",

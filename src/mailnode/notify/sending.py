@@ -7,7 +7,8 @@ the realtime ceiling into the reserve (a refusal seals nothing and costs zero pr
 is sealed with ``mail_class=realtime`` and dispatched at once through ``outbound.dispatch.dispatch_one``
 (so every hand-over goes through the same recheck, claim and ``provider_io.record``). Anything but a
 hand-over is terminal at once (``REALTIME_TERMINAL``) and answers the deliberately vague 503; the
-sweeper never retries it. Deferrable mail is only sealed here; the sweeper hands it over.
+sweeper never retries it. Deferrable mail is only sealed here; the dispatch sweep makes its first hand-over and the
+sweeper retries what fails.
 """
 
 from __future__ import annotations

@@ -39,9 +39,10 @@ Mail classes (spec/transactional.md §1; ``notify.classes``): every manifest car
 waits out the hold window; every class meets the domain pause and the rate breakers. Correspondence also
 reads the provider breaker here (``awaiting/provider_unavailable`` when it refuses the class, drained by
 ``movable_now`` when it reopens); realtime mail asks the breaker before it is sealed
-(``notify.realtime``) and deferrable mail when the sweeper hands it over. System mail (``system``: the
-node's own verification codes and notices) is sealed from the configured system sender without an
-authority check, carries ``Auto-Submitted: auto-generated``, and is never correspondence.
+(``notify.sending.send_realtime``) and deferrable mail at each hand-over (the dispatch sweep's first, the
+sweeper's retries). System mail (``system``: the node's own verification codes and notices) is sealed from
+the configured system sender without an authority check, carries ``Auto-Submitted: auto-generated``, and is
+never correspondence.
 """
 
 from __future__ import annotations
@@ -229,7 +230,8 @@ def check_composition(subject: str, body: str) -> None:
     In order: ``E_HEADER_INJECTION`` / ``E_TEXT_MALFORMED`` for the Subject (``addresses.header_fault``),
     ``E_SUBJECT_TOO_LONG`` (422, over ``budgets.SEND_SUBJECT_MAX_CHARS`` characters), ``E_TEXT_MALFORMED`` for
     the body (``addresses.body_fault``: NUL, a lone surrogate), ``E_BODY_TOO_LARGE`` (413, over
-    ``budgets.SEND_BODY_MAX_BYTES`` UTF-8 bytes). Errors name the body ``body`` (``text`` on ``POST /api/mail``).
+    ``budgets.SEND_BODY_MAX_BYTES`` UTF-8 bytes). Errors name the body ``body`` on every route (the field is
+    ``text`` on ``POST /api/mail``).
     Pure. The same checks guard drafts (``outbound.drafts``).
     """
     reject_header_injection("Subject", subject)
@@ -413,7 +415,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     typed_sha = node.evidence.put(request.body.encode("utf-8"))
     normalised_sha = node.evidence.put(normalise_body(request.body).encode("utf-8"))
     rendered_sha = node.evidence.put(rendered)
-    # Only correspondence waits out the hold window: realtime goes inside its request, deferrable to the sweeper.
+    # Only correspondence waits out the hold window: realtime goes inside its request, deferrable at once.
     release_at = now + timedelta(seconds=f.hold_window if correspondence else 0)
     rows = [(k, a) for k, a in recipients
             if request.envelope_only is None or a.key in request.envelope_only]
