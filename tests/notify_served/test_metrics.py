@@ -2,7 +2,9 @@
 docs/operations.md "Prometheus metrics and alert rules"): administrators only, Prometheus text that
 ``prometheus_client``'s own parser accepts, and on a real ``mailnode serve`` the provider breaker and quota
 reading, the rate breakers, sends by state, the sweeper's outcomes and Butler runs by state. A quota with no
-reading today is absent, never 0; the sweeper's counters start at an observed 0 for every verdict."""
+reading today is absent, never 0; an unarmed rate breaker says ``armed 0`` and has no observed, tripped or
+percent sample (never a green 0); the sweeper's counters start at an observed 0 for every verdict, with no
+``_created`` series beside them."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from typer.testing import CliRunner
 
 from mailnode.cli import app as cli_app
 from mailnode.config import Settings
+from mailnode.governance import breakers
+from mailnode.notify.metrics import breaker_samples
 from mailnode.notify.sweeper_rules import SendMode, SweepVerdict
 from tests.conftest import bearer
 from tests.support.resend_emulator import Fault, ResendEmulator
@@ -54,6 +58,42 @@ def test_metrics_are_for_administrators_only(api: Any, installed: Any, settings:
     assert metric_samples(admin.text), "the parser read samples"
 
 
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _rate(observed: int, observations: int) -> breakers.Reading:
+    return breakers.read_rate(breakers.Breaker.BOUNCE_RATE, observed=observed, observations=observations,
+                              max_percent=30, min_observations=20, oldest=None, now=NOW, basis="events")
+
+
+@pytest.mark.parametrize(("reading", "samples"), [
+    (_rate(0, 0), {"armed": 0.0}),                         # nothing observed: armed 0, nothing else
+    (_rate(3, 3), {"armed": 0.0}),                         # too few: still no observed/tripped/percent
+    (_rate(0, 20), {"armed": 1.0, "observed": 0.0, "tripped": 0.0, "percent": 0.0}),  # a real, armed 0 %
+    (_rate(7, 20), {"armed": 1.0, "observed": 7.0, "tripped": 1.0, "percent": 35.0}),
+    (breakers.read_volume(observed=0, limit=500, oldest=None, now=NOW),
+     {"armed": 1.0, "observed": 0.0, "tripped": 0.0}),     # volume is always armed and has no percent
+])
+def test_breaker_samples(reading: breakers.Reading, samples: dict[str, float]) -> None:
+    assert breaker_samples(reading) == samples
+
+
+def test_a_scrape_has_no_reassuring_zero_for_an_unarmed_breaker_and_no_created_series(
+        api: Any, installed: Any) -> None:
+    r = api.get("/metrics", headers=bearer(installed.token))
+    assert r.status_code == 200, r.text
+    assert "_created" not in r.text, "prometheus_client's created-timestamp series are off on /metrics"
+    samples = metric_samples(r.text)
+    org = installed.org_id
+    assert _sample(samples, "mailnode_breaker_armed", org_id=org, breaker="volume") == 1.0
+    assert _sample(samples, "mailnode_breaker_tripped", org_id=org, breaker="volume") == 0.0
+    for breaker in ("bounce_rate", "complaint_rate"):
+        assert _sample(samples, "mailnode_breaker_armed", org_id=org, breaker=breaker) == 0.0, breaker
+        for name in ("mailnode_breaker_observed", "mailnode_breaker_tripped", "mailnode_breaker_percent"):
+            assert _sample(samples, name, org_id=org, breaker=breaker) is None, (name, breaker)
+    assert _sample(samples, "mailnode_sweeper_rows_total", verdict="give_up") == 0.0
+
+
 def _scrape(admin: Client) -> dict[Any, float]:
     r = admin.call("GET", "/metrics")
     assert r.status_code == 200, r.text
@@ -61,7 +101,7 @@ def _scrape(admin: Client) -> dict[Any, float]:
 
 
 @pytest.mark.slow
-def test_a_fresh_node_shows_its_breakers_open_observed_zeros_and_no_quota_reading(served: Served) -> None:
+def test_a_fresh_node_shows_its_breakers_open_unarmed_rates_and_no_quota_reading(served: Served) -> None:
     served.start()
     admin = Client(f"http://127.0.0.1:{served.http}", served.installed["token"])
     org = served.installed["org_id"]
@@ -78,9 +118,14 @@ def test_a_fresh_node_shows_its_breakers_open_observed_zeros_and_no_quota_readin
         assert _sample(samples, "mailnode_sweeper_rows_total", verdict=verdict.value) == 0.0, verdict
     for mode in SendMode:
         assert _sample(samples, "mailnode_sweeper_passes_total", send_mode=mode.value) is not None, mode
-    for breaker in ("volume", "bounce_rate", "complaint_rate"):
-        assert _sample(samples, "mailnode_breaker_tripped", org_id=org, breaker=breaker) == 0.0
-        assert _sample(samples, "mailnode_breaker_observed", org_id=org, breaker=breaker) == 0.0
+    assert _sample(samples, "mailnode_breaker_tripped", org_id=org, breaker="volume") == 0.0
+    assert _sample(samples, "mailnode_breaker_observed", org_id=org, breaker="volume") == 0.0
+    for breaker in ("bounce_rate", "complaint_rate"):
+        # Unarmed ("cannot trip" on GET /api/breakers): armed 0, and no observed or tripped 0 to read as green.
+        assert _sample(samples, "mailnode_breaker_armed", org_id=org, breaker=breaker) == 0.0
+        assert _sample(samples, "mailnode_breaker_tripped", org_id=org, breaker=breaker) is None
+        assert _sample(samples, "mailnode_breaker_observed", org_id=org, breaker=breaker) is None
+    assert not any(name.endswith("_created") for name in _names(samples))
     assert {"mailnode_sends", "mailnode_butler_runs"}.isdisjoint(_names(samples)), "nothing to count yet"
 
 
