@@ -41,7 +41,14 @@ approvals and the author's authority are correspondence's gates: for other class
 and the evidence check withhold, and system mail (``Auto-Submitted: auto-generated``, not
 correspondence) skips the authority check. Every transport answer is folded into the transport's
 ``provider_status`` row (``notify.provider_io.record``) in the transaction that records it, and a send
-stops submitting further recipients once an answer shut the breaker.
+stops submitting further recipients once an answer shut the breaker. The claim asks the breaker for one
+request, never for the whole send (a send larger than its class's ceiling would otherwise never go);
+instead, before each further recipient, ``provider.may_send`` is asked again on the status just recorded,
+and once it refuses (the day's reading reached the class's ceiling: the reserve, spec/transactional.md §2)
+the recipients not yet submitted are written ``throttled`` with the refusal in words, so the send
+aggregates ``throttled`` and comes round after its back-off: correspondence is then gated
+``awaiting/provider_unavailable`` (not read by the sweep until the breaker allows it again, at the next
+UTC midnight), deferrable mail waits for the sweeper's ``may_send``. No request is made past the ceiling.
 
 ``recover_claims`` finds claims whose lease expired (or, at start-up, claims made under this process's
 own executor id, whose holder is necessarily dead) and resolves them (spec/transactional.md §3): a send
@@ -68,7 +75,7 @@ from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
 from mailnode.notify import provider_io, retention_io
 from mailnode.notify.classes import MailClass, parse_mail_class
-from mailnode.notify.provider import BreakerState, breaker_state, may_send
+from mailnode.notify.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.states import (
     REASON_WORDS,
@@ -275,7 +282,7 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
     final: dict[str, str] = {r.id: r.submission_state for r in recipients}
     errors: list[str] = []
     retry_after: float | None = None
-    for rec in recipients:
+    for index, rec in enumerate(recipients):
         if not recipient_submittable(rec.submission_state, dedup_window_open=dedup_open):
             continue
         with node.begin() as conn:
@@ -313,9 +320,63 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         if raised:
             break
         if breaker_state(status, answered_at) is BreakerState.SHUT:
-            # The provider stopped taking mail: the rest of this send waits (held rows aggregate throttled).
+            # The provider stopped taking mail: the rest of this send waits, its rows left as they were;
+            # the send aggregates throttled because every pausing answer is itself throttled.
+            break
+        rest = [r for r in recipients[index + 1:]
+                if recipient_submittable(r.submission_state, dedup_window_open=dedup_open)]
+        if not rest:
+            continue
+        # The reserve (spec/transactional.md §2): the claim asked for one request, so the reading is asked
+        # again before each further one; a send stops where its class's ceiling is, not a recipient later.
+        decision = may_send(status, mail_class, answered_at, limits)
+        provider_io.emit(decision.logs)
+        if not decision.allowed:
+            log.info("send.provider_refused_mid_send manifest=%s class=%s reason=%s", manifest_id,
+                     mail_class.value, decision.reason)
+            waiting = _wait_for_provider(node, rest, mail_class, decision, limits)
+            final.update(waiting)
+            if waiting:
+                errors.append(f"{len(waiting)} recipient(s) not submitted yet: "
+                              f"{_refusal_words(mail_class, decision, limits)}")
             break
     return _finish(node, row, token, final, errors, attempts, retry_after)
+
+
+def _refusal_words(mail_class: MailClass, decision: Decision, limits: ProviderLimits) -> str:
+    """What a person reads on a recipient the provider breaker stopped before its request."""
+    if decision.reason is Refusal.QUOTA_CEILING:
+        ceiling = limits.ceiling_for(mail_class)
+        until = decision.reopens_at.isoformat() if decision.reopens_at else "the next UTC day"
+        return (f"the provider's daily quota reading reached the {mail_class.value} ceiling ({ceiling}); "
+                f"it goes again after {until}.")
+    return f"the provider refuses {mail_class.value} mail now ({decision.reason})."
+
+
+def _wait_for_provider(node: Node, rest: list[Any], mail_class: MailClass, decision: Decision,
+                       limits: ProviderLimits) -> dict[str, str]:
+    """Write ``throttled`` on the not-yet-submitted rows of ``rest`` (provably never offered, so always
+    submittable again) once the breaker refused the class mid-send; returns ``{recipient id: state}``.
+
+    ``throttled`` rather than left ``held`` so the send's aggregate is ``throttled`` and it comes round
+    (``states.aggregate`` ranks a hand-over above a ``held`` row). Rows left ``outcome_unknown`` are not
+    touched: they may have left. Each write is guarded by the state read.
+    """
+    words = _refusal_words(mail_class, decision, limits)
+    waiting: dict[str, str] = {}
+    now = node.clock.now()
+    with node.begin() as conn:
+        for r in rest:
+            if r.submission_state not in _NOT_YET_LEFT:
+                continue
+            done = conn.execute(update(send_recipients)
+                                .where(send_recipients.c.id == r.id,
+                                       send_recipients.c.submission_state == r.submission_state)
+                                .values(submission_state=SendState.THROTTLED.value, submission_state_at=now,
+                                        last_error=f"Not submitted yet: {words}"))
+            if done.rowcount == 1:
+                waiting[r.id] = SendState.THROTTLED.value
+    return waiting
 
 
 def _finish(node: Node, row: Any, token: str, final: dict[str, str], errors: list[str], attempts: int,
