@@ -19,9 +19,14 @@ The rules, in one place:
   pinned at the limit, ``monthly_quota`` until the first of the next UTC month with the reading untouched,
   ``systemic`` for ``PROVIDER_SYSTEMIC_PAUSE_SECONDS``. ``validation_error`` is not in the table.
 - Each class has a ceiling on the day's reading: realtime stops at the reserve (seed: 90 of 100),
-  correspondence between, deferrable at the limit. A send is counted by the requests it will make (one
-  per recipient): it may go only while ``reading + requests <= ceiling``. A realtime refusal made on the reserve alone is logged
-  at error as ``provider.realtime_refused_on_reserve``, so a header whose meaning changed is alertable.
+  correspondence between, deferrable at the limit. ``may_send`` refuses when ``reading + requests >
+  ceiling``, where ``requests`` is what the caller says it will spend. Realtime mail asks for all of its
+  requests (one per recipient, ``notify.sending``; one for a code) before anything is sealed or sent.
+  The seal (correspondence), dispatch and the sweeper ask for one request before a send, never for the whole send (one larger than
+  its ceiling would then never go), and dispatch asks again after each recipient's answer is recorded,
+  stopping the send where the ceiling is (``outbound.dispatch``): every class stops at its ceiling, not
+  one request per recipient later. A realtime refusal made on the reserve alone is logged at error as
+  ``provider.realtime_refused_on_reserve``, so a header whose meaning changed is alertable.
 - Realtime only reads the breaker; nobody sends while a pause is in force. Once ``unavailable_until`` has
   passed the breaker is ``probe_due``: the sweeper probes with one send (``sweeper_rules.pass_plan``), and
   whoever sends first records the answer (a success reopens, a pausing refusal re-arms). Realtime is not
@@ -426,11 +431,12 @@ def may_send(
 ) -> Decision:
     """May mail of ``mail_class`` that makes ``requests`` provider requests go at ``now``? A read only.
 
-    ``requests`` is how many provider requests the send will make: one per recipient (each recipient is
-    its own ``POST /emails``), 1 for one code. The ceiling bounds the day's reading *after* the send, so
-    one call cannot spend past its class's ceiling into the reserve kept for deferrable notices
-    (spec/transactional.md §2 "Reserve"): the refusal is ``reading + requests > ceiling``, which for one
-    request is ``reading >= ceiling``. Raises ``ValueError`` when ``requests < 1`` (a caller's defect).
+    ``requests`` is how many provider requests the caller is about to make: a realtime call's recipients
+    (each recipient is its own ``POST /emails``), 1 for one code, 1 before each recipient dispatch hands
+    over (it asks again after every answer, ``outbound.dispatch``). The ceiling bounds the day's reading
+    *after* those requests, so nobody spends past its class's ceiling into the reserve kept for deferrable
+    notices (spec/transactional.md §2 "Reserve"): the refusal is ``reading + requests > ceiling``, which for
+    one request is ``reading >= ceiling``. Raises ``ValueError`` when ``requests < 1`` (a caller's defect).
 
     Order: unknown class (refused, ``class_not_classified``); a pause in force (``provider_paused`` until
     its end); the day's reading plus ``requests`` over the class's ceiling (``quota_ceiling`` until the
