@@ -1,5 +1,6 @@
 """Doctor's ``system_sender_paused``: when the system sender's own domain is paused, the notice that reports the
-pause is itself withheld, and doctor says so (spec/transactional.md §1)."""
+pause is itself withheld, and doctor says so; ``system_sender_missing``: there is no system sender at all
+(spec/transactional.md §1)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sqlalchemy import select
 from mailnode.config import Settings
 from mailnode.doctor.checks import CHECKS, run_checks
 from mailnode.doctor.findings import Severity
-from mailnode.doctor.notify_checks import system_sender_pause_finding
+from mailnode.doctor.notify_checks import system_sender_missing_finding, system_sender_pause_finding
 from mailnode.errors import conflict
 from mailnode.node import Node
 from mailnode.notify import notices_io
@@ -26,23 +27,45 @@ MISSING = conflict("E_SYSTEM_SENDER_MISSING", "There is no mailbox address to se
 
 
 @pytest.mark.parametrize(
-    ("sender", "error", "in_force", "ok", "says", "fix"),
+    ("sender", "in_force", "ok", "says", "fix"),
     [
-        ("support@example.test", None, [], True, "which is not paused", ""),
-        ("notices@ops.example.net", None, [PAUSE], True, "ops.example.net, which is not paused", ""),
+        ("support@example.test", [], True, "which is not paused", ""),
+        ("notices@ops.example.net", [PAUSE], True, "ops.example.net, which is not paused", ""),
         # A pause of the parent domain is not a pause of a subdomain (the seal's gate compares domains whole).
-        ("notices@mail.example.test", None, [PAUSE], True, "which is not paused", ""),
-        ("support@example.test", None, [PAUSE], False, "the one telling administrators of this pause included",
+        ("notices@mail.example.test", [PAUSE], True, "which is not paused", ""),
+        ("support@example.test", [PAUSE], False, "the one telling administrators of this pause included",
          f"POST /api/domain-pauses/{PAUSE['pause_id']}/lift"),
-        ("Support@EXAMPLE.test", None, [{**PAUSE, "domain": "example.test"}], False, "is paused (a leaked key)",
+        ("Support@EXAMPLE.test", [{**PAUSE, "domain": "example.test"}], False, "is paused (a leaked key)",
          "MAILNODE_SYSTEM_SENDER"),
-        (None, MISSING, [], False, "cannot be sealed at all", "MAILNODE_SYSTEM_SENDER"),
     ],
 )
-def test_system_sender_pause_finding(sender: str | None, error: Any, in_force: list[dict[str, Any]], ok: bool,
-                                     says: str, fix: str) -> None:
-    finding = system_sender_pause_finding(sender, error, in_force)
+def test_system_sender_pause_finding(sender: str, in_force: list[dict[str, Any]], ok: bool, says: str,
+                                     fix: str) -> None:
+    finding = system_sender_pause_finding(sender, in_force)
     assert (finding.name, finding.severity, finding.ok) == ("system_sender_paused", Severity.DEGRADED, ok)
+    assert says in finding.detail and fix in finding.fix
+    assert bool(finding.fix) is not ok
+
+
+@pytest.mark.parametrize("in_force", [[], [PAUSE]])
+def test_with_no_system_sender_the_pause_is_not_observed(in_force: list[dict[str, Any]]) -> None:
+    finding = system_sender_pause_finding(None, in_force)
+    assert (finding.name, finding.severity, finding.ok) == ("system_sender_paused", Severity.REPORT, False)
+    assert finding.detail.startswith("not observed: ") and "system_sender_missing" in finding.detail
+    assert finding.data["observed"] is False
+
+
+@pytest.mark.parametrize(
+    ("sender", "error", "ok", "says", "fix"),
+    [
+        ("support@example.test", None, True, "support@example.test", ""),
+        (None, MISSING, False, "cannot be sealed at all", "MAILNODE_SYSTEM_SENDER"),
+        (None, None, False, "There is no system sender", "MAILNODE_SYSTEM_SENDER"),  # no error given: still missing
+    ],
+)
+def test_system_sender_missing_finding(sender: str | None, error: Any, ok: bool, says: str, fix: str) -> None:
+    finding = system_sender_missing_finding(sender, error)
+    assert (finding.name, finding.severity, finding.ok) == ("system_sender_missing", Severity.DEGRADED, ok)
     assert says in finding.detail and fix in finding.fix
     assert bool(finding.fix) is not ok
 
@@ -74,8 +97,17 @@ def test_doctor_warns_when_the_pause_silences_its_own_notice(org: Org) -> None:
 def test_doctor_says_when_there_is_no_system_sender_at_all(settings: Settings, installed: Any) -> None:
     misnamed = Node.open(settings.model_copy(update={"system_sender": "nobody@nowhere.test"}))
     try:
-        [finding] = run_checks(misnamed, installed.org_id, ["system_sender_paused"])
+        missing, paused = run_checks(misnamed, installed.org_id, ["system_sender_missing", "system_sender_paused"])
     finally:
         misnamed.close()
-    assert (finding.ok, finding.severity, finding.data["code"]) == (False, Severity.DEGRADED, "E_SYSTEM_SENDER_MISSING")
-    assert "cannot be sealed at all" in finding.detail and "MAILNODE_SYSTEM_SENDER" in finding.fix
+    assert (missing.name, missing.ok, missing.severity, missing.data["code"]) == (
+        "system_sender_missing", False, Severity.DEGRADED, "E_SYSTEM_SENDER_MISSING")
+    assert "cannot be sealed at all" in missing.detail and "MAILNODE_SYSTEM_SENDER" in missing.fix
+    # The pause finding does not repeat it under its own name: it has no domain to compare.
+    assert (paused.ok, paused.severity) == (False, Severity.REPORT) and paused.detail.startswith("not observed")
+
+
+def test_doctor_names_the_system_sender_when_there_is_one(settings: Settings, installed: Any, node: Node) -> None:
+    assert "system_sender_missing" in CHECKS
+    [finding] = run_checks(node, installed.org_id, ["system_sender_missing"])
+    assert finding.ok and "support@example.test" in finding.detail

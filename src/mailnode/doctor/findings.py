@@ -44,6 +44,20 @@ class Finding:
         return out
 
 
+#: The words a finding with nothing to judge by begins its ``detail`` with (``not_observed``).
+NOT_OBSERVED = "not observed"
+
+
+def not_observed(name: str, why: str, fix: str = "", data: dict[str, Any] | None = None) -> Finding:
+    """A finding that has no observations to judge by: never a reassuring ``ok``.
+
+    Severity ``report`` with ``ok`` False (the state ``butler_loop_detection`` uses when unarmed), a
+    ``detail`` beginning ``"not observed: "`` + ``why``, and ``data["observed"]`` False. A failing
+    ``report`` leaves the verdict as it is, so a fresh node is not degraded by what it has not seen yet.
+    """
+    return Finding(name, Severity.REPORT, False, f"{NOT_OBSERVED}: {why}", fix, {**(data or {}), "observed": False})
+
+
 def verdict(findings: list[Finding]) -> str:
     """``ok`` when nothing fails, else the worst failing severity. A failing ``report`` leaves the verdict ok."""
     failing = [f.severity for f in findings if not f.ok and f.severity is not Severity.REPORT]

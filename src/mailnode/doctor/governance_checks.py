@@ -8,9 +8,11 @@
   leaving and somebody has to know, though nothing is broken).
 - ``domain_pause_pending``: undecided pause requests (a report; spec/outbound.md Part A 13).
 - ``delivery_visibility``: blind when recipients were handed over more than
-  ``budgets.DELIVERY_SILENCE_SECONDS`` ago and no attributed event was ever recorded; for ``file`` it
-  says that no signal can come.
-- ``delivery_attribution``: unattributed events (``manifest_id`` NULL) with the usual cause in the fix.
+  ``budgets.DELIVERY_SILENCE_SECONDS`` ago and no attributed event was ever recorded; *not observed*
+  (``findings.not_observed``: report, not ok) for ``file``, which no signal can reach, and while there is
+  neither an attributed event nor a hand-over old enough; ok only once an attributed event exists.
+- ``delivery_attribution``: unattributed events (``manifest_id`` NULL) with the usual cause in the fix;
+  *not observed* while no event was ever recorded (never "every event is attributed" over zero events).
 
 Each check takes ``(node, org_id)`` and returns one ``Finding``; they read, never write.
 """
@@ -23,7 +25,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from mailnode import budgets
-from mailnode.doctor.findings import Finding, Severity
+from mailnode.doctor.findings import Finding, Severity, not_observed
 from mailnode.governance import breakers, pauses
 from mailnode.node import Node
 from mailnode.outbound.tables import send_recipient_events, send_recipients
@@ -55,18 +57,22 @@ def _visibility(node: Node, org_id: str) -> dict[str, Any]:
             "blind": old > 0 and attributed == 0}
 
 
-def delivery_visibility(node: Node, org_id: str | None) -> Finding:
-    """Can this node see what happens to the mail it hands over?"""
+def visibility_finding(v: dict[str, Any]) -> Finding:
+    """``delivery_visibility`` from ``_visibility``'s facts (pure).
+
+    ``v``: ``old_handovers`` (recipients handed over more than ``budgets.DELIVERY_SILENCE_SECONDS`` ago),
+    ``attributed_events`` (ever), ``delivery_signals`` (``webhook | dsn | none``), ``transport``, ``blind``.
+    Not observed (report, not ok) for a transport that reports nothing by design, and while there is
+    neither an attributed event nor a hand-over old enough to have been answered; degraded when blind;
+    ok only with at least one attributed event.
+    """
     name = "delivery_visibility"
-    if org_id is None:
-        return _no_org(name)
-    v = _visibility(node, org_id)
     if v["delivery_signals"] == "none":
-        return Finding(name, Severity.REPORT, True,
-                       f"the {v['transport']} transport reports no deliveries by design: no delivery, bounce or "
-                       "complaint signal can come, so the bounce and complaint breakers stay unarmed",
-                       "To see deliveries, use the smtp transport (DSNs to the VERP address) or resend (webhooks): "
-                       "set MAILNODE_TRANSPORT.", v)
+        return not_observed(name,
+                            f"the {v['transport']} transport reports no deliveries by design: no delivery, bounce or "
+                            "complaint signal can come, so the bounce and complaint breakers stay unarmed",
+                            "To see deliveries, use the smtp transport (DSNs to the VERP address) or resend "
+                            "(webhooks): set MAILNODE_TRANSPORT.", v)
     if v["blind"]:
         channel = ("no DSN has come back to the VERP return path" if v["delivery_signals"] == "dsn"
                    else "no provider webhook event has been attributed")
@@ -74,27 +80,49 @@ def delivery_visibility(node: Node, org_id: str | None) -> Finding:
                        f"blind: {v['old_handovers']} recipients were handed over more than "
                        f"{budgets.DELIVERY_SILENCE_SECONDS // 60} minutes ago and {channel}",
                        "Check that bounces reach this node (the bounce domain's MX points here) or that the provider's "
-                       "webhook is subscribed to POST /api/webhooks/resend.", v)
+                       "webhook is subscribed to POST /api/webhooks/resend.", {**v, "observed": True})
+    if v["attributed_events"] == 0:
+        return not_observed(name,
+                            "no delivery event has been attributed to a send yet and no recipient was handed over "
+                            f"more than {budgets.DELIVERY_SILENCE_SECONDS // 60} minutes ago, so whether delivery "
+                            "signals reach this node is not known yet", data=v)
     return Finding(name, Severity.DEGRADED, True,
                    f"{v['attributed_events']} attributed delivery events; {v['old_handovers']} recipients handed over "
-                   "long enough ago to have been answered", data=v)
+                   "long enough ago to have been answered", data={**v, "observed": True})
+
+
+def delivery_visibility(node: Node, org_id: str | None) -> Finding:
+    """Can this node see what happens to the mail it hands over? (``visibility_finding``)"""
+    if org_id is None:
+        return _no_org("delivery_visibility")
+    return visibility_finding(_visibility(node, org_id))
+
+
+def attribution_finding(v: dict[str, Any]) -> Finding:
+    """``delivery_attribution`` from ``_visibility``'s facts (pure): ``attributed_events`` and
+    ``unattributed_events`` (ever). Degraded when any event names no send of this node; not observed
+    (report, not ok) when no event was ever recorded; ok only when every recorded event is attributed."""
+    name = "delivery_attribution"
+    n = v["unattributed_events"]
+    if n > 0:
+        return Finding(name, Severity.DEGRADED, False,
+                       f"{n} delivery events name no send of this node; they are kept and never counted by a breaker",
+                       "Usually a delivery report about mail another system sent from the same domain, or a provider "
+                       "webhook subscription covering a domain that also sends from elsewhere; narrow the subscription "
+                       "or ignore reports for that traffic.", {**v, "observed": True})
+    if v["attributed_events"] == 0:
+        return not_observed(name, "no delivery event has been recorded, so none could be checked against this "
+                            "node's sends", data=v)
+    return Finding(name, Severity.DEGRADED, True,
+                   f"every one of the {v['attributed_events']} recorded delivery events names one of this node's sends",
+                   data={**v, "observed": True})
 
 
 def delivery_attribution(node: Node, org_id: str | None) -> Finding:
-    """Events this node could not tie to one of its sends (never counted by a breaker)."""
-    name = "delivery_attribution"
+    """Events this node could not tie to one of its sends, never counted by a breaker (``attribution_finding``)."""
     if org_id is None:
-        return _no_org(name)
-    v = _visibility(node, org_id)
-    n = v["unattributed_events"]
-    if n == 0:
-        return Finding(name, Severity.DEGRADED, True, "every recorded delivery event names one of this node's sends",
-                       data=v)
-    return Finding(name, Severity.DEGRADED, False,
-                   f"{n} delivery events name no send of this node; they are kept and never counted by a breaker",
-                   "Usually a delivery report about mail another system sent from the same domain, or a provider "
-                   "webhook subscription covering a domain that also sends from elsewhere; narrow the subscription "
-                   "or ignore reports for that traffic.", v)
+        return _no_org("delivery_attribution")
+    return attribution_finding(_visibility(node, org_id))
 
 
 def send_breakers(node: Node, org_id: str | None) -> Finding:

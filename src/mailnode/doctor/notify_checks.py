@@ -5,7 +5,8 @@ spec/transactional.md §2 (the breaker's state and the quota reading belong in d
 mail cannot mail anyone), §4 (an address that exists but is unverified is surfaced: a notice to an
 address nobody receives is silence that reads like everything is fine) and §1 (system mail comes from a
 system sender, ideally on a domain other than the customers', so that a domain pause does not silence the
-notice that reports it: ``system_sender_paused`` says when it would).
+notice that reports it: ``system_sender_paused`` says when it would; ``system_sender_missing`` says when
+there is no system sender at all).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 
 from mailnode.directory.tables import users
-from mailnode.doctor.findings import Finding, Severity
+from mailnode.doctor.findings import Finding, Severity, not_observed
 from mailnode.errors import MailnodeError
 from mailnode.governance import pauses
 from mailnode.node import Node
@@ -58,7 +59,7 @@ def provider_breaker(node: Node, org_id: str | None) -> Finding:
         statuses = provider_io.read_all(conn)
     data = {"providers": [provider_io.to_json(s, now, limits) for s in statuses]}
     if not statuses:
-        return Finding(name, Severity.REPORT, True, "no transport has answered yet: no provider reading", data=data)
+        return not_observed(name, "no transport has answered yet, so there is no provider reading", data=data)
     shut = [s for s in statuses if breaker_state(s, now) is BreakerState.SHUT]
     if shut:
         s = shut[0]
@@ -73,26 +74,42 @@ def provider_breaker(node: Node, org_id: str | None) -> Finding:
     return Finding(name, Severity.REPORT, True, "the provider takes mail", data=data)
 
 
+SYSTEM_SENDER_MISSING = "system_sender_missing"
 SYSTEM_SENDER_PAUSED = "system_sender_paused"
 
 
-def system_sender_pause_finding(sender: str | None, sender_error: MailnodeError | None,
-                                in_force: Sequence[dict[str, Any]]) -> Finding:
-    """Whether the system sender's own domain is paused (pure).
+def system_sender_missing_finding(sender: str | None, sender_error: MailnodeError | None) -> Finding:
+    """Whether the node has a system sender at all (pure; spec/transactional.md §1).
 
     ``sender`` is the system sender's address, or None with ``sender_error`` (``E_SYSTEM_SENDER_MISSING``)
-    when there is none; ``in_force`` is ``governance.pauses.in_force``'s list (``pause_id``, ``domain``,
-    ``reason``, ``age_seconds`` ...). The domain is the address's part after ``@``, lower-cased, as the
-    seal's pause gate reads it. Degraded when a pause in force names it (every notice, the one reporting
-    that pause included, and every verification code would be withheld) or when there is no system sender.
+    when there is none. Degraded when there is none: notices and verification codes cannot be sealed;
+    the fix is the error's own (``MAILNODE_SYSTEM_SENDER``).
+    """
+    name = SYSTEM_SENDER_MISSING
+    if sender is not None:
+        return Finding(name, Severity.DEGRADED, True, f"the system sender is {sender}, a mailbox address",
+                       data={"system_sender": sender})
+    what = sender_error.what if sender_error is not None else "There is no system sender."
+    fix = sender_error.fix if sender_error is not None else "Set MAILNODE_SYSTEM_SENDER to an address of a mailbox."
+    return Finding(name, Severity.DEGRADED, False,
+                   f"{what} Notices and verification codes cannot be sealed at all.", fix,
+                   {"system_sender": None, "code": sender_error.code if sender_error is not None else None})
+
+
+def system_sender_pause_finding(sender: str | None, in_force: Sequence[dict[str, Any]]) -> Finding:
+    """Whether the system sender's own domain is paused (pure).
+
+    ``sender`` is the system sender's address, or None when there is none (then this is *not observed*:
+    there is no domain to compare, and ``system_sender_missing`` is the finding that fails);
+    ``in_force`` is ``governance.pauses.in_force``'s list (``pause_id``, ``domain``, ``reason``,
+    ``age_seconds`` ...). The domain is the address's part after ``@``, lower-cased, as the seal's pause
+    gate reads it. Degraded when a pause in force names it: every notice, the one reporting that pause
+    included, and every verification code would be withheld.
     """
     name = SYSTEM_SENDER_PAUSED
     if sender is None:
-        what = sender_error.what if sender_error is not None else "There is no system sender."
-        fix = sender_error.fix if sender_error is not None else "Set MAILNODE_SYSTEM_SENDER to an address of a mailbox."
-        return Finding(name, Severity.DEGRADED, False,
-                       f"{what} Notices and verification codes cannot be sealed at all.", fix,
-                       {"system_sender": None, "code": sender_error.code if sender_error is not None else None})
+        return not_observed(name, f"there is no system sender (see {SYSTEM_SENDER_MISSING}), so no domain of "
+                            "its to compare with the pauses in force", data={"system_sender": None})
     domain = sender.rpartition("@")[2].lower()
     data: dict[str, Any] = {"system_sender": sender, "domain": domain}
     paused = next((p for p in in_force if str(p.get("domain", "")).lower() == domain), None)
@@ -109,26 +126,39 @@ def system_sender_pause_finding(sender: str | None, sender_error: MailnodeError 
                    {**data, "pause_id": paused.get("pause_id"), "reason": paused.get("reason")})
 
 
+def _system_sender(node: Node, org_id: str) -> tuple[str | None, MailnodeError | None]:
+    """The system sender's address, or None and the ``MailnodeError`` that says why there is none."""
+    with node.read() as conn:
+        try:
+            return system_sender(conn, org_id, node.settings).address, None
+        except MailnodeError as exc:
+            # E_SYSTEM_SENDER_MISSING: reported as system_sender_missing, with the error's own fix.
+            return None, exc
+
+
+def system_sender_missing(node: Node, org_id: str | None) -> Finding:
+    """Whether there is a system sender to seal notices from (``system_sender_missing_finding``)."""
+    if org_id is None:
+        return Finding(SYSTEM_SENDER_MISSING, Severity.REPORT, False, "no organisation: the node is not initialised",
+                       "Run mailnode init.")
+    return system_sender_missing_finding(*_system_sender(node, org_id))
+
+
 def system_sender_paused(node: Node, org_id: str | None) -> Finding:
     """The system sender's domain against the domain pauses in force (``system_sender_pause_finding``)."""
     if org_id is None:
         return Finding(SYSTEM_SENDER_PAUSED, Severity.REPORT, False, "no organisation: the node is not initialised",
                        "Run mailnode init.")
-    sender: str | None = None
-    error: MailnodeError | None = None
+    sender, _ = _system_sender(node, org_id)
     with node.read() as conn:
-        try:
-            sender = system_sender(conn, org_id, node.settings).address
-        except MailnodeError as exc:
-            # E_SYSTEM_SENDER_MISSING: reported as this finding, with the error's own fix.
-            error = exc
         in_force = pauses.in_force(conn, org_id=org_id, now=node.clock.now())
-    return system_sender_pause_finding(sender, error, in_force)
+    return system_sender_pause_finding(sender, in_force)
 
 
 #: The transactional-mail checks in report order; ``doctor.checks.CHECKS`` includes them.
 NOTIFY_CHECKS = {
     "provider_breaker": provider_breaker,
     "unverified_contact_addresses": unverified_contact_addresses,
+    SYSTEM_SENDER_MISSING: system_sender_missing,
     SYSTEM_SENDER_PAUSED: system_sender_paused,
 }
