@@ -44,7 +44,8 @@ def test_every_retention_reason_has_a_verdict() -> None:
 
 
 @pytest.mark.parametrize(("kind", "state", "ends"), [
-    *[("sealed_body", s.value, s.value in ("held", "awaiting", "throttled", "outcome_unknown")) for s in SendState],
+    # Only a send that provably has not left is ended; ``outcome_unknown`` may have reached its recipients.
+    *[("sealed_body", s.value, s in (SendState.HELD, SendState.AWAITING, SendState.THROTTLED)) for s in SendState],
     ("sealed_body", "sent", False),  # a state mailnode does not know: no dispatch moves it
     ("sealed_body", None, False),  # no send row
     ("inbound_raw", "held", False),
@@ -53,6 +54,11 @@ def test_every_retention_reason_has_a_verdict() -> None:
 ])
 def test_which_purges_end_a_send(kind: str | None, state: str | None, ends: bool) -> None:
     assert retention.purge_ends_send(kind, state) is ends
+
+
+def test_a_send_that_may_still_go_keeps_its_body_until_the_ceiling_whether_or_not_a_purge_ends_it() -> None:
+    assert retention.PENDING_SEND_STATES == retention.NOT_YET_LEFT | {SendState.OUTCOME_UNKNOWN.value}
+    assert retention.NOT_YET_LEFT == {"held", "awaiting", "throttled"}
 
 
 @pytest.mark.parametrize(("lease_until", "live"), [

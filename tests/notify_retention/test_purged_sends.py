@@ -1,6 +1,8 @@
-"""A send whose sealed body retention deleted: a pending one is withheld ``retention_deleted`` in the purge's
-transaction (its author is told), one a worker holds under a live lease is not touched, dispatch meeting a
-deleted body says ``retention_deleted`` rather than corruption, and neither retry mode re-queues it.
+"""A send whose sealed body retention deleted: one that had not left is withheld ``retention_deleted`` in the
+purge's transaction (its author is told), an ``outcome_unknown`` one keeps its state (it may have left), one a
+worker holds under a live lease is not touched, a send or ledger row that moved after the scan is only
+``raced``, dispatch meeting a deleted body says ``retention_deleted`` rather than corruption, and neither
+retry mode re-queues it.
 spec/transactional.md §5."""
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from mailnode.notify import notices_io, retention, retention_io
 from mailnode.notify.notice_tables import retained_content
 from mailnode.outbound import dispatch
 from mailnode.outbound.reads import NEXT_STEP
-from mailnode.outbound.states import REASON_WORDS, StateReason
+from mailnode.clock import utc
+from mailnode.outbound.states import StateReason, words_for
 from mailnode.outbound.tables import send_manifests, send_recipients
 from tests.notify_retention.conftest import Retained
 from tests.outbound_db.conftest import Sink, running_sink
@@ -66,49 +69,66 @@ def _dispatch(org: Retained, sink: Sink, sid: str) -> dispatch.DispatchResult:
     return asyncio.run(one())
 
 
-@pytest.mark.parametrize(("state", "reason", "lease"), [
-    ("held", None, None),
-    ("awaiting", "policy_hold", None),
-    ("awaiting", "breaker_volume", None),
-    ("throttled", None, None),
-    ("outcome_unknown", None, None),
-    ("outcome_unknown", "dedup_window_closed", None),
-    ("outcome_unknown", None, -60.0),  # a lapsed claim: its worker is gone
+WITHHELD_RD = ("withheld", "retention_deleted")
+
+
+@pytest.mark.parametrize(("state", "reason", "lease", "after"), [
+    # Provably not left: withheld with its body, so no dispatch meets a deleted body.
+    ("held", None, None, WITHHELD_RD),
+    ("awaiting", "policy_hold", None, WITHHELD_RD),
+    ("awaiting", "breaker_volume", None, WITHHELD_RD),
+    ("throttled", None, None, WITHHELD_RD),
+    # May have reached its recipients: it keeps its state (and reason); only its retry offer changes.
+    ("outcome_unknown", None, None, ("outcome_unknown", None)),
+    ("outcome_unknown", "dedup_window_closed", None, ("outcome_unknown", "dedup_window_closed")),
+    ("outcome_unknown", None, -60.0, ("outcome_unknown", None)),  # a lapsed claim: its worker is gone
 ])
-def test_a_pending_send_past_the_ceiling_is_withheld_with_its_body(org: Retained, api: Any, sink: Sink,
-                                                                  state: str, reason: str | None,
-                                                                  lease: float | None) -> None:
+def test_a_send_past_the_ceiling_loses_its_body_and_is_withheld_only_if_it_had_not_left(
+        org: Retained, api: Any, sink: Sink, state: str, reason: str | None, lease: float | None,
+        after: tuple[str, str | None]) -> None:
     sid, digest = org.send("the pending body", at=org.ago(15 * DAY), state=state)
     _add_recipient(org, sid, "gone@elsewhere.test", "handed_over")
     _add_recipient(org, sid, "maybe@elsewhere.test", "outcome_unknown")
     now = org.node.clock.now()
-    _set(org, sid, state_reason=reason, release_at=now - timedelta(days=1),
-         lease_until=None if lease is None else now + timedelta(seconds=lease),
-         claim_token=None if lease is None else "dead-worker/01")
+    lease_until = None if lease is None else now + timedelta(seconds=lease)
+    claim_token = None if lease is None else "dead-worker/01"
+    _set(org, sid, state_reason=reason, release_at=now - timedelta(days=1), lease_until=lease_until,
+         claim_token=claim_token)
+    ended = after == WITHHELD_RD
     report = _pass(org)
-    assert report.purged == (sid,) and report.withheld == (sid,) and report.raced == ()
+    assert report.purged == (sid,) and report.withheld == ((sid,) if ended else ()) and report.raced == ()
     assert not org.blob_exists(digest)
 
     read = api.get(f"/api/sends/{sid}", headers=org.admin.headers).json()["send"]
-    assert (read["state"], read["state_reason"]) == ("withheld", "retention_deleted")
-    assert read["reason_words"] == REASON_WORDS[RD]
-    assert read["next_step"] == NEXT_STEP[RD]
+    assert (read["state"], read["state_reason"]) == after
+    assert read["reason_words"] == words_for(*after)
+    # Whatever its state, nothing is left to send again, and the read says when and why.
     assert read["retry"] == {"mode": "none", "basis": "content_deleted", "duplicate_possible": False}
     assert read["content_deleted_at"] == now.isoformat()
     assert read["content_deleted"]["setting"] == "sealed_body_seconds"
-    assert read["last_error"].startswith(f"The sealed body of send {sid} was deleted by retention at ")
-    # The recipient that never left follows; one handed over or possibly taken still says so.
-    never_left = state in ("held", "awaiting", "throttled")
-    assert _recipients(org, sid) == ["handed_over", "outcome_unknown", "withheld" if never_left else state]
+    assert [e["subject"] for e in org.entries("retention.deleted")] == [sid]
     with org.node.read() as conn:
         lease_after = conn.execute(select(send_manifests.c.lease_until, send_manifests.c.claim_token)
                                    .where(send_manifests.c.id == sid)).one()
-    assert tuple(lease_after) == (None, None)
-    assert [(e["subject"], e["outcome"], e["detail"]["reason"], e["detail"]["from"], e["detail"]["retention"])
-            for e in org.entries("send.withheld")] == [(sid, "refused", "retention_deleted", state, "ceiling")]
-    assert [e["subject"] for e in org.entries("retention.deleted")] == [sid]
+    if ended:
+        assert read["next_step"] == NEXT_STEP[RD]
+        assert read["last_error"].startswith(f"The sealed body of send {sid} was deleted by retention at ")
+        # The recipient that never left follows; one handed over or possibly taken still says so.
+        assert _recipients(org, sid) == ["handed_over", "outcome_unknown", "withheld"]
+        assert tuple(lease_after) == (None, None)
+        assert [(e["subject"], e["outcome"], e["detail"]["reason"], e["detail"]["from"], e["detail"]["retention"])
+                for e in org.entries("send.withheld")] == [(sid, "refused", "retention_deleted", state, "ceiling")]
+    else:
+        # Not called withheld, nor "did not go out while it still waited to leave": nothing is audited
+        # send.withheld (so no send_failed notice says so), and every recipient still says it may have left.
+        assert read["last_error"] is None
+        assert _recipients(org, sid) == ["handed_over", "outcome_unknown", "outcome_unknown"]
+        assert (utc(lease_after.lease_until) if lease_after.lease_until else None,
+                lease_after.claim_token) == (lease_until, claim_token)
+        assert org.entries("send.withheld") == []
+        assert "while it still waited to leave" not in read["reason_words"]
 
-    # Nothing is left for dispatch: not movable, nothing handed over, and no corruption reported.
+    # Nothing is left for dispatch: not movable, nothing handed over.
     assert _dispatch(org, sink, sid).state is None
     assert dispatch.due_ids(org.node) == []
     assert sink.handler.received == []
@@ -151,10 +171,15 @@ def test_a_send_under_a_live_lease_keeps_its_body_until_the_lease_ends(org: Reta
                               .where(retained_content.c.source_id == sid)).scalar_one()
     assert (row.state, row.state_reason, row.claim_token) == ("outcome_unknown", None, "live-worker/01")
     assert ledger is None and org.entries("send.withheld") == []
-    # The worker finishes (or its lease lapses): the next pass deletes it.
+    # The worker finishes (or its lease lapses): the next pass deletes the body; the send, which may
+    # have left, keeps its state.
     org.node.clock.advance(61)  # type: ignore[attr-defined]
-    assert _pass(org).withheld == (sid,)
+    later = _pass(org)
+    assert (later.purged, later.withheld) == ((sid,), ())
     assert not org.blob_exists(digest)
+    with org.node.read() as conn:
+        assert conn.execute(select(send_manifests.c.state)
+                            .where(send_manifests.c.id == sid)).scalar_one() == "outcome_unknown"
 
 
 def test_a_claim_taken_after_the_scan_is_not_purged_under_the_worker(org: Retained,

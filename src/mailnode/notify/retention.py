@@ -36,10 +36,14 @@ records ``purged_at``):
   send, the send-failure notice that quotes it, a Butler run's trigger facts); clearing it from the
   message alone would claim a deletion that did not happen.
 - ``sealed_body``: the typed, normalised and rendered bytes of a send. A send still pending
-  (``PENDING_SEND_STATES``: only the ceiling deletes one) is made terminal with it: ``withheld`` with
-  ``state_reason`` ``retention_deleted``, recipients that never left following, audited ``send.withheld``
-  (so its author hears of it), never left waiting for a dispatch that would find no body. A send under a
-  live lease (``lease_live``) is never deleted: the worker holding it is handing it over now.
+  (``PENDING_SEND_STATES``: only the ceiling deletes one) that provably has not left (``NOT_YET_LEFT``:
+  ``held``, ``awaiting``, ``throttled``) is made terminal with it: ``withheld`` with ``state_reason``
+  ``retention_deleted``, recipients that never left following, audited ``send.withheld`` (so its author
+  hears of it), never left waiting for a dispatch that would find no body. An ``outcome_unknown`` send
+  keeps its state (``purge_ends_send``): it may already have reached its recipients, so calling it
+  withheld "while it still waited to leave" would be false; its retry offer becomes ``none`` /
+  ``content_deleted`` (``outbound.states.retry_offer``). A send under a live lease (``lease_live``) is
+  never deleted: the worker holding it is handing it over now.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from typing import Any, Generic, TypeVar
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, invalid, limit_exceeded
+from mailnode.outbound.states import SendState, recipient_submittable
 
 
 class ContentKind(StrEnum):
@@ -467,9 +472,15 @@ MESSAGE_KEPT: frozenset[str] = frozenset({
     "raw_sha256", "size_bytes",
 })
 
+#: Send states in which a send provably has not left: the states ``outbound.states.recipient_submittable``
+#: submits even with the transport's deduplication window closed (``held``, ``awaiting``, ``throttled``),
+#: read from that function rather than written again. Only a purge of a send in one of these ends it.
+NOT_YET_LEFT: frozenset[str] = frozenset(
+    s.value for s in SendState if recipient_submittable(s.value, dedup_window_open=False))
+
 #: Send states in which a send may still go (``RetentionFacts.send_pending``): gated, queued or retryable.
 #: ``outcome_unknown`` counts as pending (it may be retried inside its window); the ceiling still deletes.
-PENDING_SEND_STATES: frozenset[str] = frozenset({"held", "awaiting", "throttled", "outcome_unknown"})
+PENDING_SEND_STATES: frozenset[str] = NOT_YET_LEFT | {SendState.OUTCOME_UNKNOWN.value}
 
 
 def send_pending(state: str | None) -> bool:
@@ -492,8 +503,11 @@ def purge_ends_send(kind: str | None, state: str | None) -> bool:
 
     | kind | send state | answer |
     |---|---|---|
-    | ``sealed_body`` | pending (``PENDING_SEND_STATES``) | True: no dispatch may meet a deleted body |
+    | ``sealed_body`` | not yet left (``NOT_YET_LEFT``: ``held``, ``awaiting``, ``throttled``) | True: no dispatch may meet a deleted body |
+    | ``sealed_body`` | ``outcome_unknown`` | False: it may have reached its recipients, so it is not "withheld"; it keeps its state and its retry offer becomes ``none/content_deleted`` |
     | ``sealed_body`` | terminal, unknown, or no send row | False: nothing waits on it |
     | anything else | any | False |
+
+    spec/transactional.md §5.
     """
-    return kind == ContentKind.SEALED_BODY.value and send_pending(state)
+    return kind == ContentKind.SEALED_BODY.value and state in NOT_YET_LEFT

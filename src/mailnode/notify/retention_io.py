@@ -12,22 +12,29 @@ this module reads its facts, calls it, and writes what it returns.
   nothing any more.
 - What a purge deletes besides the blob is decided in ``notify.retention`` (its docstring): a message's
   derived content (``retention.MESSAGE_CLEARED``: headers, text body, parse diagnostics) is cleared, and a
-  send still pending is made terminal (``withheld/retention_deleted``, recipients that never left
-  following, a pending approval of it settled ``cancelled``, ``send.withheld`` audited), both in the
-  transaction that records ``purged_at``. A send whose state moved between the scan and the write (a
-  worker claimed it) is not purged in that pass; the scan meets it again.
-- ``sweep_org`` scans at most ``RETENTION_SCAN_WINDOW_MAX`` unpurged rows after its cursor, decides each,
-  lets ``retention.page_deletions`` pick up to ``RETENTION_DELETE_BATCH_MAX`` past retained ones, purges
-  them (``retention.deleted``), audits each hold-blocked row ``hold.blocked``, and stores the cursor. The
-  blobs go after the commit: a crash between leaves an orphan blob, never a row naming a missing one.
+  send that provably has not left (``retention.purge_ends_send``: ``held``, ``awaiting``, ``throttled``)
+  is made terminal (``withheld/retention_deleted``, recipients that never left following, a pending
+  approval of it settled ``cancelled``, ``send.withheld`` audited); an ``outcome_unknown`` send keeps its
+  state. Both go in one savepoint with the ledger's ``purged_at`` (``_purge``): the ledger ``UPDATE``
+  first, then the send guarded on the state the scan read and no live lease; when either guard misses
+  the pair is rolled back and the row is reported ``raced`` only (never also ``withheld``), and a later
+  pass meets it again.
+- ``sweep_org`` is ``scan`` then ``write`` in one transaction: ``scan`` reads at most
+  ``RETENTION_SCAN_WINDOW_MAX`` unpurged rows after its cursor, decides each, and lets
+  ``retention.page_deletions`` pick up to ``RETENTION_DELETE_BATCH_MAX`` past retained ones; ``write``
+  purges them (``retention.deleted``), audits each hold-blocked row ``hold.blocked``, and stores the
+  cursor. The blobs go after the commit: a crash between leaves an orphan blob, never a row naming a
+  missing one.
 - Settings: ``update_settings`` writes only what ``retention.check_changes`` and ``RetentionSettings``
   accept (strict integers of seconds, at most ``budgets.RETENTION_SECONDS_MAX``, coherent), so a refusal
   writes nothing; ``settings_for`` reads a row through ``retention.settings_from_stored``, which clamps a
   stored value above the maximum and is logged at error as ``retention.setting_clamped`` (a stored
   2**63-1 once made every pass raise ``OverflowError``).
 - ``run_pass(node, now)``: every organisation, enrol then sweep. It reads no provider state, so the
-  part-A sweeper calls it before its provider-breaker check and it works while sending is paused; the
-  node also runs it on its own schedule (``workflows``).
+  notify sweeper runs it as its pre-send pass (``notify.sweeper.PRE_SEND_PASSES``), before its
+  provider-breaker check, and it works while sending is paused. That is the only place the node runs it:
+  it has no schedule of its own (``server.schedules`` registers none), so it runs every
+  ``sweeper_interval_seconds``.
 - ``extend(conn, ...)``: the notice sweeper's write of ``retain_until`` (half-window rewrite floor).
 - ``read_content(node, ...)``: every person's read of content (a message's raw bytes, a send's sealed body)
   goes through it, so content retention deleted answers ``E_CONTENT_DELETED`` (410) and only a blob lost
@@ -42,6 +49,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Connection, Select, and_, exists, func, or_, select, update
@@ -63,9 +71,9 @@ from mailnode.outbound.tables import send_manifests, send_recipients
 #: Send states in which a send may still go (``retention.PENDING_SEND_STATES``; the notice sweeper reads
 #: this name for a notice's own undelivered send).
 PENDING_SEND_STATES: frozenset[str] = retention.PENDING_SEND_STATES
-#: Recipient states a retention withholding moves to ``withheld``: rows that provably never left. An
-#: ``outcome_unknown`` row may have left and says so still.
-_NOT_YET_LEFT = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value)
+#: Recipient states a retention withholding moves to ``withheld``: rows that provably never left
+#: (``retention.NOT_YET_LEFT``). An ``outcome_unknown`` row may have left and says so still.
+_NOT_YET_LEFT = tuple(sorted(retention.NOT_YET_LEFT))
 DELETE_CURSOR = "retention_delete"
 rc = retained_content.c
 log = logging.getLogger("mailnode.notify.retention")
@@ -247,8 +255,9 @@ def read_content(node: Node, *, source_id: str, digest: str) -> bytes:
 class SweepReport:
     """One organisation's deletion pass: rows examined, purged, hold-blocked, blobs removed, the cursor.
 
-    ``withheld``: the purged sends that were still pending and are now ``withheld/retention_deleted``;
-    ``raced``: rows the pass chose but left, because their send moved between the scan and the write.
+    ``withheld``: the purged sends that had not left and are now ``withheld/retention_deleted``;
+    ``raced``: rows the pass chose but left whole, because their ledger row or send moved between the
+    scan and the write (never also in ``purged`` or ``withheld``).
     """
 
     examined: int
@@ -285,20 +294,24 @@ def _clear_message(conn: Connection, message_id: str) -> None:
     conn.execute(update(messages).where(messages.c.id == message_id).values(**retention.MESSAGE_CLEARED))
 
 
+def _unmoved(send_id: str, before: str, now: datetime) -> Any:
+    """The write guard on a send whose body the sweep deletes: still in ``before`` (the state the scan read,
+    not merely some pending state) and under no live lease (``retention.lease_live``'s rule in SQL)."""
+    m = send_manifests.c
+    return and_(m.id == send_id, m.state == before, or_(m.lease_until.is_(None), m.lease_until <= now))
+
+
 def _end_send(conn: Connection, *, org_id: str, send_id: str, before: str, now: datetime,
               retention_reason: str) -> bool:
-    """Make a pending send whose body is being deleted ``withheld/retention_deleted``, in the purge's
-    transaction: recipients that never left follow, a pending approval of it is settled ``cancelled``,
-    ``send.withheld`` is audited (the notice sweep tells its author). Guarded: the send must still be
-    pending and under no live lease; returns False (nothing written) when it moved meanwhile. ``before``
-    is the state the scan read (audited as ``from``)."""
-    m = send_manifests.c
+    """Make a send that has not left (``retention.purge_ends_send``) and whose body is being deleted
+    ``withheld/retention_deleted``, in the purge's transaction: recipients that never left follow, a
+    pending approval of it is settled ``cancelled``, ``send.withheld`` is audited with ``from`` = ``before``
+    (the notice sweep tells its author). Guarded (``_unmoved``): the send must still be in ``before``, the
+    state the scan read, and under no live lease; returns False (nothing written) when it moved meanwhile."""
     reason = StateReason.RETENTION_DELETED
     words = retention.content_deleted(source_id=send_id, kind=retention.ContentKind.SEALED_BODY.value,
                                       purged_at=now).what
-    done = conn.execute(update(send_manifests)
-                        .where(m.id == send_id, m.state.in_(sorted(PENDING_SEND_STATES)),
-                               or_(m.lease_until.is_(None), m.lease_until <= now))
+    done = conn.execute(update(send_manifests).where(_unmoved(send_id, before, now))
                         .values(state=SendState.WITHHELD.value, state_reason=reason.value, state_at=now,
                                 last_error=words, lease_until=None, claim_token=None))
     if done.rowcount != 1:
@@ -314,77 +327,162 @@ def _end_send(conn: Connection, *, org_id: str, send_id: str, before: str, now: 
     return True
 
 
+def _send_still_as_read(conn: Connection, *, send_id: str, before: str, now: datetime) -> bool:
+    """Whether a send whose body is deleted without ending it (``outcome_unknown``, terminal) is still in
+    ``before`` under no live lease (``_unmoved``); the row is locked (``FOR UPDATE``, PostgreSQL) until
+    the purge commits, so a claim or a retry waits for it and then meets the purge."""
+    return conn.execute(select(send_manifests.c.id).where(_unmoved(send_id, before, now))
+                        .with_for_update()).first() is not None
+
+
+class PurgeOutcome(StrEnum):
+    """What ``_purge`` did with one chosen row."""
+
+    PURGED = "purged"  # the content is deleted; no send is ended
+    WITHHELD = "withheld"  # the content is deleted and its send, which had not left, is withheld
+    RACED = "raced"  # nothing: the ledger row or its send moved between the scan and the write
+
+
+def _purge(conn: Connection, *, org_id: str, row: Any, send: Any, now: datetime,
+           retention_reason: str) -> PurgeOutcome:
+    """Delete one chosen ledger row's content as the scan read it (``row``: its ``retained_content`` row;
+    ``send``: ``(id, state, lease_until)`` of its send, or None), all or nothing.
+
+    In one savepoint: the ledger ``UPDATE`` first (guarded ``purged_at IS NULL``: another sweep may have
+    purged it), then the send's guard (``_unmoved``: the state the scan read, no live lease), ending the
+    send when ``retention.purge_ends_send`` says so, then the message's derived content and the
+    ``retention.deleted`` audit. When either guard misses the savepoint is rolled back, so a send is
+    never withheld (nor audited) for a purge that did not happen, and the row is ``RACED`` only.
+    """
+    sid = str(row.source_id)
+    ends = send is not None and retention.purge_ends_send(row.kind, send.state)
+    with conn.begin_nested() as pair:
+        done = conn.execute(update(retained_content).where(rc.source_id == sid, rc.purged_at.is_(None))
+                            .values(digests=None, purged_at=now))
+        if done.rowcount != 1:
+            pair.rollback()
+            return PurgeOutcome.RACED
+        if send is not None:
+            kept = (_end_send(conn, org_id=org_id, send_id=sid, before=send.state, now=now,
+                              retention_reason=retention_reason) if ends
+                    else _send_still_as_read(conn, send_id=sid, before=send.state, now=now))
+            if not kept:
+                pair.rollback()
+                return PurgeOutcome.RACED
+        if row.kind == retention.ContentKind.INBOUND_RAW.value:
+            _clear_message(conn, sid)
+        audit.append(conn, org_id=org_id, at=now, action="retention.deleted", actor_id=None, subject=sid,
+                     detail={"kind": row.kind, "reason": retention_reason, "created_at": row.created_at.isoformat()})
+    return PurgeOutcome.WITHHELD if ends else PurgeOutcome.PURGED
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What ``scan`` read and decided for one organisation, for ``write`` to carry out.
+
+    Attributes:
+        rows: the scanned ``retained_content`` rows by ``source_id``.
+        sends: ``(id, state, lease_until)`` of the scanned sealed bodies' sends, by id.
+        hold_rows: the organisation's holds in force.
+        page: ``retention.page_deletions``' answer (what to delete, what a hold blocked, the cursor).
+        reasons: the deciding ``RetentionReason`` value per scanned id.
+    """
+
+    rows: dict[str, Any]
+    sends: dict[str, Any]
+    hold_rows: Sequence[Any]
+    page: retention.DeletionPage[tuple[datetime, str], str]
+    reasons: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Written:
+    """What ``write`` did: ids ``purged`` (in page order), the ``withheld`` sends among them, the ``raced``
+    ids (disjoint from both), and the blob digests the purged rows named (removed after the commit)."""
+
+    purged: tuple[str, ...]
+    withheld: tuple[str, ...]
+    raced: tuple[str, ...]
+    digests: frozenset[str]
+
+
+def scan(conn: Connection, *, org_id: str, now: datetime, scan_max: int = budgets.RETENTION_SCAN_WINDOW_MAX,
+         batch_max: int = budgets.RETENTION_DELETE_BATCH_MAX) -> Scan:
+    """Read at most ``scan_max`` unpurged ledger rows after the cursor, their sends and the holds, and
+    decide each (``retention.decide``, ``retention.page_deletions``). Reads only."""
+    settings = settings_for(conn, org_id)
+    cursor = _cursor(conn, org_id)
+    q = select(retained_content).where(rc.org_id == org_id, rc.purged_at.is_(None))
+    if cursor is not None:
+        q = q.where(or_(rc.created_at > cursor[0], and_(rc.created_at == cursor[0], rc.source_id > cursor[1])))
+    rows = conn.execute(q.order_by(rc.created_at, rc.source_id).limit(scan_max)).all()
+    hold_rows = conn.execute(select(holds).where(holds.c.org_id == org_id, holds.c.lifted_at.is_(None))).all()
+    send_ids = [r.source_id for r in rows if r.kind == retention.ContentKind.SEALED_BODY.value]
+    m = send_manifests.c
+    sends = {r.id: r for r in conn.execute(select(m.id, m.state, m.lease_until)
+                                            .where(m.id.in_(send_ids))).all()} if send_ids else {}
+
+    def facts(r: Any) -> retention.RetentionFacts:
+        send = sends.get(r.source_id)
+        return retention.RetentionFacts(
+            kind=r.kind, created_at=r.created_at, under_hold=_covered(hold_rows, r.mailbox_id, r.created_at),
+            send_pending=send is not None and retention.send_pending(send.state),
+            send_in_flight=send is not None and retention.lease_live(send.lease_until, now),
+            retain_until=r.retain_until)
+
+    candidates = [retention.Candidate((utc(r.created_at), str(r.source_id)), str(r.source_id),
+                                      retention.decide(facts(r), now, settings)) for r in rows]
+    page = retention.page_deletions(candidates, scan_complete=len(rows) < scan_max, batch_max=batch_max)
+    return Scan({str(r.source_id): r for r in rows}, sends, hold_rows, page,
+                {c.row_id: c.decision.reason.value for c in candidates})
+
+
+def write(conn: Connection, scanned: Scan, *, org_id: str, now: datetime) -> Written:
+    """Carry out a ``scan``: ``_purge`` each chosen row (each all or nothing, guarded against what moved
+    since the scan), audit each hold-blocked row ``hold.blocked``, and store the cursor."""
+    purged: list[str] = []
+    withheld: list[str] = []
+    raced: list[str] = []
+    digests: set[str] = set()
+    for sid in scanned.page.delete:
+        row = scanned.rows[sid]
+        outcome = _purge(conn, org_id=org_id, row=row, send=scanned.sends.get(sid), now=now,
+                         retention_reason=scanned.reasons[sid])
+        if outcome is PurgeOutcome.RACED:
+            raced.append(sid)
+            continue
+        if outcome is PurgeOutcome.WITHHELD:
+            withheld.append(sid)
+        purged.append(sid)
+        digests.update(row.digests or [])
+    for sid in scanned.page.hold_blocked:
+        row = scanned.rows[sid]
+        ids = sorted(h.id for h in scanned.hold_rows if _covered([h], row.mailbox_id, row.created_at))
+        audit.append(conn, org_id=org_id, at=now, action="hold.blocked", actor_id=None, subject=sid,
+                     outcome="refused", detail={"hold_ids": ids, "act": "retention.delete", "kind": row.kind})
+    _save_cursor(conn, org_id, scanned.page.next_cursor)
+    return Written(tuple(purged), tuple(withheld), tuple(raced), frozenset(digests))
+
+
 def sweep_org(node: Node, *, org_id: str, now: datetime, scan_max: int = budgets.RETENTION_SCAN_WINDOW_MAX,
               batch_max: int = budgets.RETENTION_DELETE_BATCH_MAX) -> SweepReport:
-    """One deletion pass over one organisation's ledger (one transaction, then the blobs).
+    """One deletion pass over one organisation's ledger: ``scan`` then ``write`` in one transaction, then
+    the blobs.
 
-    Each purge clears the message's derived content or ends the pending send (see the module docstring)
-    in the same transaction as ``purged_at``. A send under a live lease is retained
-    (``RetentionFacts.send_in_flight``).
+    Each purge clears the message's derived content or ends the send that had not left (see the module
+    docstring) in the same savepoint as ``purged_at``. A send under a live lease is retained
+    (``RetentionFacts.send_in_flight``); a row whose ledger or send moved after the scan is ``raced``.
     """
     with node.begin() as conn:
-        settings = settings_for(conn, org_id)
-        cursor = _cursor(conn, org_id)
-        q = select(retained_content).where(rc.org_id == org_id, rc.purged_at.is_(None))
-        if cursor is not None:
-            q = q.where(or_(rc.created_at > cursor[0], and_(rc.created_at == cursor[0], rc.source_id > cursor[1])))
-        rows = conn.execute(q.order_by(rc.created_at, rc.source_id).limit(scan_max)).all()
-        hold_rows = conn.execute(select(holds).where(holds.c.org_id == org_id, holds.c.lifted_at.is_(None))).all()
-        send_ids = [r.source_id for r in rows if r.kind == retention.ContentKind.SEALED_BODY.value]
-        m = send_manifests.c
-        sends = {r.id: r for r in conn.execute(select(m.id, m.state, m.lease_until)
-                                                .where(m.id.in_(send_ids))).all()} if send_ids else {}
-
-        def facts(r: Any) -> retention.RetentionFacts:
-            send = sends.get(r.source_id)
-            return retention.RetentionFacts(
-                kind=r.kind, created_at=r.created_at, under_hold=_covered(hold_rows, r.mailbox_id, r.created_at),
-                send_pending=send is not None and retention.send_pending(send.state),
-                send_in_flight=send is not None and retention.lease_live(send.lease_until, now),
-                retain_until=r.retain_until)
-
-        candidates = [retention.Candidate((utc(r.created_at), str(r.source_id)), str(r.source_id),
-                                          retention.decide(facts(r), now, settings)) for r in rows]
-        page = retention.page_deletions(candidates, scan_complete=len(rows) < scan_max, batch_max=batch_max)
-        reasons = {c.row_id: c.decision.reason.value for c in candidates}
-        digests: set[str] = set()
-        by_id = {r.source_id: r for r in rows}
-        purged: list[str] = []
-        withheld: list[str] = []
-        raced: list[str] = []
-        for sid in page.delete:
-            row = by_id[sid]
-            send = sends.get(sid)
-            if send is not None and retention.purge_ends_send(row.kind, send.state):
-                if not _end_send(conn, org_id=org_id, send_id=sid, before=send.state, now=now,
-                                 retention_reason=reasons[sid]):
-                    raced.append(sid)
-                    continue
-                withheld.append(sid)
-            done = conn.execute(update(retained_content).where(rc.source_id == sid, rc.purged_at.is_(None))
-                                .values(digests=None, purged_at=now))
-            if done.rowcount != 1:
-                raced.append(sid)
-                continue
-            if row.kind == retention.ContentKind.INBOUND_RAW.value:
-                _clear_message(conn, sid)
-            purged.append(sid)
-            digests.update(row.digests or [])
-            audit.append(conn, org_id=org_id, at=now, action="retention.deleted", actor_id=None, subject=sid,
-                         detail={"kind": row.kind, "reason": reasons[sid], "created_at": row.created_at.isoformat()})
-        for sid in page.hold_blocked:
-            row = by_id[sid]
-            ids = sorted(h.id for h in hold_rows if _covered([h], row.mailbox_id, row.created_at))
-            audit.append(conn, org_id=org_id, at=now, action="hold.blocked", actor_id=None, subject=sid,
-                         outcome="refused", detail={"hold_ids": ids, "act": "retention.delete", "kind": row.kind})
-        _save_cursor(conn, org_id, page.next_cursor)
+        scanned = scan(conn, org_id=org_id, now=now, scan_max=scan_max, batch_max=batch_max)
+        written = write(conn, scanned, org_id=org_id, now=now)
     removed = 0
-    for digest in sorted(digests):
+    for digest in sorted(written.digests):
         with node.read() as conn:
             if node.evidence.delete(digest, referenced=lambda d: referenced(conn, d)):
                 removed += 1
-    return SweepReport(page.examined, tuple(purged), page.hold_blocked, removed, page.next_cursor,
-                       tuple(withheld), tuple(raced))
+    return SweepReport(scanned.page.examined, written.purged, scanned.page.hold_blocked, removed,
+                       scanned.page.next_cursor, written.withheld, written.raced)
 
 
 @dataclass(frozen=True)
