@@ -200,7 +200,7 @@ def test_an_ungranted_application_reads_no_people_or_teams(api: Any, node: Any, 
     teams = api.get("/api/teams", headers=app_h)
     assert installed.domain not in users.text and "support" not in teams.text
     assert [r.status_code for r in (users, teams)] == [403, 403]
-    assert {r.json()["error"] for r in (users, teams)} == {"E_PEOPLE_ONLY"}
+    assert {r.json()["error"] for r in (users, teams)} == {"E_NOT_A_PERSON"}
     # A person who is not an administrator still reads the directory.
     pat = World(node, installed).person(f"pat@{installed.domain}")
     r = api.get("/api/users", headers=pat.headers)

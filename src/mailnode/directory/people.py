@@ -55,13 +55,13 @@ def create_user(conn: Connection, *, org_id: str, actor_id: str | None, at: date
 
 
 def require_person(actor_id: str, act: str) -> None:
-    """Refuse a principal that is not a person (``app_``, ``btl_``): ``E_PEOPLE_ONLY`` (403).
+    """Refuse a principal that is not a person (``app_``, ``btl_``): ``E_NOT_A_PERSON`` (403).
 
     The directory names people and their addresses; an application or a Butler sends mail, it has no
     business reading who works here (and a leaked application token must not be an address book).
     """
     if prefix_of(actor_id) != "usr":
-        raise MailnodeError(code="E_PEOPLE_ONLY", what=f"Only a person may {act}.",
+        raise MailnodeError(code="E_NOT_A_PERSON", what=f"Only a person may {act}.",
                             why=f"{actor_id} is not a person; the directory is for the organisation's people.",
                             fix="Call it with a person's token (POST /api/tokens as that person).",
                             status=403, detail={"act": act, "principal_id": actor_id})
@@ -70,7 +70,7 @@ def require_person(actor_id: str, act: str) -> None:
 def list_users(conn: Connection, *, org_id: str, actor_id: str, limit: int,
                cursor: str | None) -> list[dict[str, Any]]:
     """Users in id order after ``cursor``: any person of the organisation may list people; any other
-    principal is refused ``E_PEOPLE_ONLY`` (403)."""
+    principal is refused ``E_NOT_A_PERSON`` (403)."""
     require_person(actor_id, "list the organisation's people")
     q = select(users).where(users.c.org_id == org_id)
     if cursor:
@@ -126,7 +126,7 @@ def get_team(conn: Connection, org_id: str, team_id: str) -> Any:
 
 def list_teams(conn: Connection, *, org_id: str, actor_id: str, limit: int,
                cursor: str | None) -> list[dict[str, Any]]:
-    """Teams in id order after ``cursor``, with members; people only (``E_PEOPLE_ONLY``, 403)."""
+    """Teams in id order after ``cursor``, with members; people only (``E_NOT_A_PERSON``, 403)."""
     require_person(actor_id, "list the organisation's teams")
     q = select(teams).where(teams.c.org_id == org_id)
     if cursor:

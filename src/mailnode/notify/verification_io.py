@@ -29,9 +29,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode import audit, budgets
 from mailnode.audit import audit_entries
+from mailnode.directory.people import require_person
 from mailnode.directory.tables import users
 from mailnode.errors import MailnodeError
-from mailnode.ids import prefix_of
 from mailnode.node import Node
 from mailnode.notify import provider_io
 from mailnode.notify.secret import node_secret
@@ -55,13 +55,6 @@ from mailnode.notify.verification import (
 CODE_REQUESTED = "contact_email.code_requested"
 from mailnode.outbound.addresses import normalise_address
 from mailnode.outbound.seal import SealRequest
-
-
-def not_a_person(principal_id: str) -> MailnodeError:
-    """403 ``E_NOT_A_PERSON``: only people have a contact address."""
-    return MailnodeError(code="E_NOT_A_PERSON", what="Only a person has a contact address.",
-                         why=f"{principal_id} is not a user.", fix="Call this route with a user's token.",
-                         status=403, detail={"principal_id": principal_id})
 
 
 def lock_person(conn: Connection, user_id: str) -> None:
@@ -125,8 +118,7 @@ def request_code(node: Node, *, org_id: str, user_id: str, address: str) -> dict
     the breaker refuses realtime mail, or the send failed), ``E_VERIFICATION_DAILY_CAP`` (429, with
     ``detail.resets_at`` ISO 8601 UTC and ``retry_after_seconds``) and ``E_VERIFICATION_COOLDOWN`` (429).
     """
-    if prefix_of(user_id) != "usr":
-        raise not_a_person(user_id)
+    require_person(user_id, "have a contact address")
     normalised = normalise_address(address, "address").address
     now = node.clock.now()
     limits = provider_io.limits_of(node.settings)
@@ -205,8 +197,7 @@ def verify_code(node: Node, *, org_id: str, user_id: str, code: str) -> dict[str
     (422), ``E_VERIFICATION_REQUEST_NEW`` (409) and, when no code is outstanding because the address is
     verified already, ``E_CONTACT_EMAIL_ALREADY_VERIFIED`` (409); each after the record's new state is committed.
     """
-    if prefix_of(user_id) != "usr":
-        raise not_a_person(user_id)
+    require_person(user_id, "have a contact address")
     now = node.clock.now()
     with node.begin() as conn:
         lock_person(conn, user_id)
