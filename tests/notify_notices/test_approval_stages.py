@@ -56,6 +56,8 @@ def test_the_second_stage_asks_its_team_once_the_first_is_filled(org: Org) -> No
     assert {n.recipient_user_id for n in first} == {bea.id, cal.id, dan.id}
     assert len({n.episode for n in first}) == 1
     assert all("stage 1" in n.body and f"POST /api/approvals/{approval_id}/decide" in n.body for n in first)
+    # It says what is asked, so a decider knows before opening the queue.
+    assert all(f"a send a policy holds until it is approved ({sent['id']})" in n.body for n in first)
     assert all(n.about == [sent["id"]] for n in first)
 
     decided = _decide(org, approval_id, cal)

@@ -12,6 +12,7 @@ from croniter import croniter
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
+from mailnode.governance.approvals import SubjectKind
 from mailnode.notify import notices_io
 from mailnode.notify.classes import MailClass
 from mailnode.notify.notices import (
@@ -160,3 +161,7 @@ def test_notice_sweep_interval_cron(seconds: int, cron: str | None) -> None:
 
 def test_the_default_interval_is_a_schedule() -> None:
     assert interval_cron(budgets.NOTICE_SWEEP_INTERVAL_SECONDS, "notice_sweep_interval_seconds") == "*/30 * * * * *"
+
+
+def test_every_approval_kind_has_words_in_its_notice() -> None:
+    assert set(notices_io.APPROVAL_WORDS) == {k.value for k in SubjectKind}

@@ -111,6 +111,15 @@ SUBJECT_OF_KIND: dict[notices.NoticeKind, str] = {
 }
 
 
+#: What an approval of each kind asks, in an ``approval_asked`` notice. Total over ``approvals.SubjectKind``
+#: (a test checks); an unknown kind reads as unnamed rather than guessed.
+APPROVAL_WORDS: dict[str, str] = {
+    ap.SubjectKind.SEND_MANIFEST.value: "a send a policy holds until it is approved",
+    ap.SubjectKind.DOMAIN_PAUSE.value: "placing a pause on a sending domain",
+    ap.SubjectKind.HOLD_LIFT.value: "lifting a legal hold",
+}
+
+
 @dataclass(frozen=True)
 class Pending:
     """A notice decided but not yet written: kind, episode, recipients, what it is about and what it says."""
@@ -274,9 +283,12 @@ def _from_audit(conn: Connection, org_id: str, action: str, subject: str | None,
             return None
         about_id = str(detail.get("subject_id") or "")
         about = (about_id,) if prefix_of(about_id) in ("snd", "msg") else ()
+        what = APPROVAL_WORDS.get(str(detail.get("subject_kind")), "an act mailnode does not name here")
         return Pending(kind, asked.stage_id, asked.deciders, about,
-                       f"An approval ({subject}) asks for your decision at stage {asked.ordinal}.\n"
-                       f"Decide it: GET /api/approvals, then POST /api/approvals/{subject}/decide\n")
+                       f"An approval ({subject}) asks for your decision at stage {asked.ordinal}: {what} "
+                       f"({about_id or 'see the approval'}).\n"
+                       f"Read what it asks and decide it: GET /api/approvals, then "
+                       f"POST /api/approvals/{subject}/decide {{\"decision\": \"approve\" or \"deny\"}}\n")
     if kind in (notices.NoticeKind.DOMAIN_PAUSE_PLACED, notices.NoticeKind.DOMAIN_PAUSE_LIFTED):
         verb = "paused" if kind is notices.NoticeKind.DOMAIN_PAUSE_PLACED else "no longer paused"
         return Pending(kind, str(subject), administrators(conn, org_id), (),
