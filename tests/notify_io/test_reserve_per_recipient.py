@@ -10,6 +10,7 @@ ceiling is never refused up front.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,7 +19,7 @@ import httpx
 from mailnode import budgets
 from mailnode.notify import sweeper
 from mailnode.outbound import dispatch
-from mailnode.outbound.seal import SealRequest, Sealed, seal
+from mailnode.outbound.seal import Sealed, SealRequest, seal
 from tests.conftest import bearer
 
 from .conftest import T0, Org
@@ -57,8 +58,6 @@ def _states(send: dict[str, Any]) -> dict[str, int]:
 
 def _posted_to(org: Org, before: int) -> list[str]:
     """The recipients of the node's ``POST /emails`` requests since the ``before``-th."""
-    import json
-
     return [json.loads(r.body)["to"][0] for r in org.emulator.sends()[before:]]
 
 
