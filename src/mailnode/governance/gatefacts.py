@@ -67,10 +67,10 @@ from mailnode.governance import breakers
 from mailnode.governance.policies import load_live
 from mailnode.governance.policy import Outcome, PolicyResult, SendFacts, evaluate, stricter
 from mailnode.governance.tables import approval_decisions, approvals
+from mailnode.outbound.states import NOT_YET_LEFT
 from mailnode.outbound.tables import send_manifests, send_recipients
 
 #: Recipient rows that have not left and so follow the manifest into a gate.
-_NOT_YET_LEFT = ("held", "awaiting", "throttled")
 
 
 @dataclass(frozen=True)
@@ -317,7 +317,7 @@ def record_rate_limited(conn: Connection, *, org_id: str, manifest_id: str, mail
             return False
         r = send_recipients.c
         conn.execute(update(send_recipients)
-                     .where(r.manifest_id == manifest_id, r.submission_state.in_(_NOT_YET_LEFT))
+                     .where(r.manifest_id == manifest_id, r.submission_state.in_(NOT_YET_LEFT))
                      .values(submission_state="awaiting", submission_state_at=now))
         detail["recheck_at"] = utc(recheck_at).isoformat()
     audit.append(conn, org_id=org_id, at=now, action="send.rate_limited", actor_id=None, subject=manifest_id,

@@ -58,7 +58,8 @@ from typing import Any, Generic, TypeVar
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, invalid, limit_exceeded
-from mailnode.outbound.states import SendState, recipient_submittable
+from mailnode.outbound import states
+from mailnode.outbound.states import SendState
 
 
 class ContentKind(StrEnum):
@@ -472,11 +473,9 @@ MESSAGE_KEPT: frozenset[str] = frozenset({
     "raw_sha256", "size_bytes",
 })
 
-#: Send states in which a send provably has not left: the states ``outbound.states.recipient_submittable``
-#: submits even with the transport's deduplication window closed (``held``, ``awaiting``, ``throttled``),
-#: read from that function rather than written again. Only a purge of a send in one of these ends it.
-NOT_YET_LEFT: frozenset[str] = frozenset(
-    s.value for s in SendState if recipient_submittable(s.value, dedup_window_open=False))
+#: Send states in which a send provably has not left (``outbound.states.NOT_YET_LEFT``). Only a purge of a
+#: send in one of these ends it.
+NOT_YET_LEFT: frozenset[str] = frozenset(states.NOT_YET_LEFT)
 
 #: Send states in which a send may still go (``RetentionFacts.send_pending``): gated, queued or retryable.
 #: ``outcome_unknown`` counts as pending (it may be retried inside its window); the ceiling still deletes.

@@ -65,7 +65,7 @@ from mailnode.mail.message_tables import messages
 from mailnode.node import Node
 from mailnode.notify import retention
 from mailnode.notify.notice_tables import holds, retained_content, retention_settings, sweep_cursors
-from mailnode.outbound.states import SendState, StateReason
+from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason
 from mailnode.outbound.tables import send_manifests, send_recipients
 
 #: Send states in which a send may still go (``retention.PENDING_SEND_STATES``; the notice sweeper reads
@@ -73,7 +73,6 @@ from mailnode.outbound.tables import send_manifests, send_recipients
 PENDING_SEND_STATES: frozenset[str] = retention.PENDING_SEND_STATES
 #: Recipient states a retention withholding moves to ``withheld``: rows that provably never left
 #: (``retention.NOT_YET_LEFT``). An ``outcome_unknown`` row may have left and says so still.
-_NOT_YET_LEFT = tuple(sorted(retention.NOT_YET_LEFT))
 DELETE_CURSOR = "retention_delete"
 rc = retained_content.c
 log = logging.getLogger("mailnode.notify.retention")
@@ -317,7 +316,7 @@ def _end_send(conn: Connection, *, org_id: str, send_id: str, before: str, now: 
     if done.rowcount != 1:
         return False
     conn.execute(update(send_recipients)
-                 .where(send_recipients.c.manifest_id == send_id, send_recipients.c.submission_state.in_(_NOT_YET_LEFT))
+                 .where(send_recipients.c.manifest_id == send_id, send_recipients.c.submission_state.in_(NOT_YET_LEFT))
                  .values(submission_state=SendState.WITHHELD.value, submission_state_at=now))
     approval_cancelled = approvals.cancel_pending(conn, kind=approvals.SubjectKind.SEND_MANIFEST, subject_id=send_id,
                                                   now=now)

@@ -53,7 +53,7 @@ from mailnode.notify.sweeper_rules import (
 )
 from mailnode.outbound import dispatch
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
-from mailnode.outbound.states import SendState, StateReason, recipient_submittable
+from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason, recipient_submittable
 from mailnode.outbound.tables import send_manifests, send_recipients
 from mailnode.outbound.transports import Transport, make_transport
 
@@ -68,7 +68,6 @@ PRE_SEND_PASSES: list[PrePass] = []
 
 _PENDING = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value,
             SendState.OUTCOME_UNKNOWN.value)
-_NOT_YET_LEFT = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value)
 #: Dispatch answers that end before the transport is asked (a gate, or the row moved): under
 #: ``probe_one`` they are not the probe, which the next row still owes.
 _NEVER_ASKED_THE_PROVIDER = (None, SendState.AWAITING.value, SendState.WITHHELD.value)
@@ -145,7 +144,7 @@ def _write(conn: Connection, row: Any, decision: RowDecision, now: datetime) -> 
         return False
     if write.state is SendState.WITHHELD:
         conn.execute(update(send_recipients).where(send_recipients.c.manifest_id == row.id,
-                                                   send_recipients.c.submission_state.in_(_NOT_YET_LEFT))
+                                                   send_recipients.c.submission_state.in_(NOT_YET_LEFT))
                      .values(submission_state=SendState.WITHHELD.value, submission_state_at=now))
     audit.append(conn, org_id=row.org_id, at=now, action=f"send.{write.state.value}", actor_id=None,
                  subject=row.id, outcome="refused" if write.state is SendState.WITHHELD else "failed",
@@ -266,9 +265,9 @@ async def _redrive(node: Node, status: ProviderStatus, rules: SweepRules, transp
             report.dispatched.append(result)
             if result.state is None and result.detail == StateReason.PROVIDER_UNAVAILABLE.value:
                 return
-            if plan.send_mode is SendMode.PROBE_ONE and result.state not in _NEVER_ASKED_THE_PROVIDER:
-                if result.state != SendState.HANDED_OVER.value:
-                    return
+            probe_failed = result.state not in (*_NEVER_ASKED_THE_PROVIDER, SendState.HANDED_OVER.value)
+            if plan.send_mode is SendMode.PROBE_ONE and probe_failed:
+                return
             with node.read() as conn:
                 status = provider_io.read_status(conn, transport.capabilities.name)
             plan = pass_plan(status, node.clock.now(), plan.batch_max)

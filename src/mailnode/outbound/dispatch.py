@@ -78,6 +78,7 @@ from mailnode.notify.classes import MailClass, parse_mail_class
 from mailnode.notify.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.states import (
+    NOT_YET_LEFT,
     REASON_WORDS,
     SendState,
     StateReason,
@@ -99,7 +100,6 @@ _AUDIT_OUTCOME: dict[SendState, Any] = {
     SendState.SUPPRESSED: "refused",
 }
 #: Recipient states a withholding moves to ``withheld`` (rows that never left).
-_NOT_YET_LEFT = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value)
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def withhold(conn: Connection, row: Any, reason: StateReason, now: datetime, det
     if done.rowcount != 1:
         return False
     conn.execute(update(send_recipients)
-                 .where(send_recipients.c.manifest_id == row.id, send_recipients.c.submission_state.in_(_NOT_YET_LEFT))
+                 .where(send_recipients.c.manifest_id == row.id, send_recipients.c.submission_state.in_(NOT_YET_LEFT))
                  .values(submission_state=SendState.WITHHELD.value, submission_state_at=now))
     audit.append(conn, org_id=row.org_id, at=now, action="send.withheld", actor_id=None, subject=row.id,
                  outcome="refused", detail={"reason": reason.value, "evidence": detail[:300]})
@@ -180,7 +180,7 @@ def gate_provider_unavailable(conn: Connection, row: Any, now: datetime, detail:
     if done.rowcount != 1:
         return False
     conn.execute(update(send_recipients)
-                 .where(send_recipients.c.manifest_id == row.id, send_recipients.c.submission_state.in_(_NOT_YET_LEFT))
+                 .where(send_recipients.c.manifest_id == row.id, send_recipients.c.submission_state.in_(NOT_YET_LEFT))
                  .values(submission_state=SendState.AWAITING.value, submission_state_at=now))
     audit.append(conn, org_id=row.org_id, at=now, action="send.provider_unavailable", actor_id=None,
                  subject=row.id, outcome="refused", detail={"at": "dispatch", "evidence": detail[:300]})
@@ -367,7 +367,7 @@ def _wait_for_provider(node: Node, rest: list[Any], mail_class: MailClass, decis
     now = node.clock.now()
     with node.begin() as conn:
         for r in rest:
-            if r.submission_state not in _NOT_YET_LEFT:
+            if r.submission_state not in NOT_YET_LEFT:
                 continue
             done = conn.execute(update(send_recipients)
                                 .where(send_recipients.c.id == r.id,

@@ -246,6 +246,11 @@ def retry_offer(state: str | None, *, ambiguous_recipients: int, content_deleted
     return RetryOffer("resend-may-duplicate", "duplicate_possible", duplicate_possible=True)
 
 
+#: States in which a send or recipient provably has not left: sealed and queued, waiting at a gate, or not
+#: taken by the transport. The one list every guarded write over "not yet left" uses (string values).
+NOT_YET_LEFT: tuple[str, ...] = (SendState.HELD.value, SendState.AWAITING.value, SendState.THROTTLED.value)
+
+
 def recipient_submittable(state: str | None, *, dedup_window_open: bool) -> bool:
     """May dispatch hand this recipient row to the transport now?
 
@@ -255,7 +260,7 @@ def recipient_submittable(state: str | None, *, dedup_window_open: bool) -> bool
     (handed over, refused, suppressed, cancelled, withheld, an unknown string) is never submitted.
     """
     s = parse_state(state)
-    if s in (SendState.HELD, SendState.AWAITING, SendState.THROTTLED):
+    if s is not None and s.value in NOT_YET_LEFT:
         return True
     if s is SendState.OUTCOME_UNKNOWN:
         return dedup_window_open
