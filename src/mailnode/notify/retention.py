@@ -107,7 +107,8 @@ def setting_refusal(name: str, value: object) -> MailnodeError | None:
                        "(7 days).", field=name, type=type(value).__name__)
     if value > budgets.RETENTION_SECONDS_MAX:
         err = limit_exceeded("E_BUDGET_EXCEEDED", "RETENTION_SECONDS_MAX", budgets.RETENTION_SECONDS_MAX, value,
-                             f"Send {name} of at most {budgets.RETENTION_SECONDS_MAX} seconds (50 years); to keep "
+                             f"Send {name} of at most {budgets.RETENTION_SECONDS_MAX} seconds "
+                             f"({budgets.RETENTION_SECONDS_MAX // (365 * 86_400)} years); to keep "
                              "a mailbox's content longer, place a legal hold: POST /api/holds.")
         err.detail["field"] = name
         return err

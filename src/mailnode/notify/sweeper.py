@@ -28,7 +28,7 @@ import asyncio
 import importlib
 import importlib.util
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -310,8 +310,3 @@ def run_pass(node: Node, *, transport: Transport | None = None, executor_id: str
                 await t.aclose()
 
     return asyncio.run(run())
-
-
-def verdict_names() -> Sequence[str]:
-    """Every verdict a pass may count (for metrics that must show zeros as observed zeros)."""
-    return [v.value for v in SweepVerdict]
