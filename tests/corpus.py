@@ -1,7 +1,9 @@
-"""Find the shared corpus (``../shared/corpus`` beside the repository) and read its expectation files.
+"""Find the repository's copy of the corpus (``tests/data/corpus``) and read its expectation files.
 
-CI runs on a clean clone with ``shared/`` next to it, so the path is taken relative to this file,
-never from the working directory. The corpus is read in place and never edited.
+The repository carries what its tests read, so a clone with nothing beside it runs the whole suite. The
+copy is byte-identical to the project's shared corpus (``../shared/corpus`` where it exists beside the
+repository); ``tests/foundation/test_corpus_copy.py`` compares the two file by file so the copy never drifts
+silently. The path is taken relative to this file, never from the working directory. Never edit either.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: ``<repo>/../shared/corpus``.
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+#: ``<repo>/tests/data/corpus``: the repository's copy.
+CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
+
+#: ``<repo>/../shared/corpus``: the project's shared original, present only beside a working checkout.
+SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
 def corpus() -> Path:

@@ -17,8 +17,9 @@ from svix.webhooks import Webhook
 from mailnode.config import Settings
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.tables import send_recipient_events, send_recipients
+from tests.corpus import corpus
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "webhooks"
+CORPUS = corpus() / "webhooks"
 SECRET = "whsec_" + base64.b64encode(b"mailnode-outbound-db-test-secret").decode()
 OTHER = "whsec_" + base64.b64encode(b"not-the-endpoint-secret-at-all!!").decode()
 ENTRIES = [e for e in (json.loads(line) for line in (CORPUS / "index.jsonl").read_text().splitlines() if line.strip())
