@@ -63,8 +63,7 @@ def viewer_of(conn: Connection, org_id: str, principal_id: str) -> Viewer:
     if authz.is_admin(conn, org_id, principal_id):
         return Viewer(principal_id, True)
     readable = authz.mailboxes_visible(conn, org_id, principal_id, authz.METADATA_READERS)
-    anything = bool(readable) or bool(authz.mailboxes_visible(conn, org_id, principal_id))
-    return Viewer(principal_id, False, frozenset(readable), anything)
+    return Viewer(principal_id, False, frozenset(readable), authz.sees_breakers(conn, org_id, principal_id))
 
 
 def sees(viewer: Viewer, concern: Concern) -> bool:
