@@ -16,6 +16,9 @@ LIST_LIMIT_MAX = 500
 LIST_LIMIT_DEFAULT = 50
 #: An API token is ``mn_`` + this many random bytes, URL-safe base64. 32 bytes = 256 bits (sized).
 TOKEN_RANDOM_BYTES = 32
+#: Longest API token label, in characters (sized): a label is one line shown in token lists and the audit
+#: trail; room for ``app `` + an application name of APP_NAME_MAX_CHARS (200), the label its tokens get.
+TOKEN_LABEL_MAX_CHARS = 256
 
 # --- Storage -------------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ class Cast:
         node = self.api.app.state.node
         with node.begin() as conn:
             _, token = create_token(conn, org_id=self.installed.org_id, principal_id=uid, at=node.clock.now(),
-                                    actor_id=None)
+                                    actor_id=None, label="test")
         return uid, h(token)
 
 

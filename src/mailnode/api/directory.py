@@ -52,7 +52,7 @@ class GrantIn(Strict):
 class TokenIn(Strict):
     """Body of POST /api/tokens."""
 
-    label: str = ""
+    label: str
 
 
 @router.get("/me")
@@ -158,11 +158,10 @@ def list_access(node: NodeDep, caller: CallerDep, page: PageDep, subject_id: str
 
 @router.post("/tokens", status_code=201)
 def create_token(body: TokenIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """A new token for the caller; the plaintext is in this answer only."""
+    """A new token for the caller, revoked with the caller's token; the plaintext is in this answer only.
+    An application's token answers 403 ``E_APPLICATION_CANNOT_MINT`` (``tokens.mint_own_token``)."""
     with node.begin() as conn:
-        tid, plaintext = tokens.create_token(conn, org_id=caller.org_id, principal_id=caller.principal_id,
-                                             at=node.clock.now(), actor_id=caller.principal_id, label=body.label)
-        return {"token": {"id": tid, "token": plaintext, "label": body.label}}
+        return {"token": tokens.mint_own_token(conn, caller, at=node.clock.now(), label=body.label)}
 
 
 @router.get("/tokens")
@@ -175,11 +174,12 @@ def list_tokens(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 @router.delete("/tokens/{token_id}")
 def revoke_token(token_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """Revoke a token (your own, or any as an administrator)."""
+    """Revoke a token and every token minted from it (your own, or any as an administrator);
+    ``{"revoked": id, "also_revoked": [ids of the tokens minted from it, at any depth]}``."""
     with node.begin() as conn:
-        tokens.revoke_token(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
-                            token_id=token_id)
-        return {"revoked": token_id}
+        ids = tokens.revoke_token(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
+                                  token_id=token_id)
+        return {"revoked": token_id, "also_revoked": [i for i in ids if i != token_id]}
 
 
 
