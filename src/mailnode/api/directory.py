@@ -7,9 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from mailnode import authz
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, GrantPageDep, NodeDep, TeamPageDep, UserPageDep, id_filter, paged
 from mailnode.api.models import Strict
-
 from mailnode.directory import domains, people, tokens
 from mailnode.notify import verification_io
 
@@ -74,7 +73,7 @@ def create_user(body: UserIn, node: NodeDep, caller: CallerDep) -> dict[str, Any
 
 
 @router.get("/users")
-def list_users(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_users(node: NodeDep, caller: CallerDep, page: UserPageDep) -> dict[str, Any]:
     """The organisation's users."""
     with node.read() as conn:
         return paged("users", people.list_users(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -90,7 +89,7 @@ def create_team(body: TeamIn, node: NodeDep, caller: CallerDep) -> dict[str, Any
 
 
 @router.get("/teams")
-def list_teams(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_teams(node: NodeDep, caller: CallerDep, page: TeamPageDep) -> dict[str, Any]:
     """The organisation's teams with their members."""
     with node.read() as conn:
         return paged("teams", people.list_teams(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -147,9 +146,11 @@ def revoke(grant_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.get("/access")
-def list_access(node: NodeDep, caller: CallerDep, page: PageDep, subject_id: str | None = None,
+def list_access(node: NodeDep, caller: CallerDep, page: GrantPageDep, subject_id: str | None = None,
                 object_id: str | None = None) -> dict[str, Any]:
-    """Grants (administrators)."""
+    """Grants (administrators); ``subject_id`` and ``object_id`` filter (a malformed one is 422 naming it)."""
+    subject_id = id_filter(subject_id, "subject_id", "usr", "tm", "btl", "app")
+    object_id = id_filter(object_id, "object_id", "mbx", "org")
     with node.read() as conn:
         grants = authz.list_grants(conn, org_id=caller.org_id, actor_id=caller.principal_id, limit=page.limit,
                                    cursor=page.cursor, subject_id=subject_id, object_id=object_id)

@@ -22,7 +22,7 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from mailnode import authz
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import ApprovalPageDep, CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.governance import approvals, breakers, pauses, policies
 from mailnode.governance.policy import Conditions
@@ -114,7 +114,7 @@ def publish_policy(policy_id: str, node: NodeDep, caller: CallerDep) -> dict[str
 
 
 @router.get("/api/policies")
-def list_policies(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_policies(node: NodeDep, caller: CallerDep, page: NamePageDep) -> dict[str, Any]:
     """Every policy with its versions, by name."""
     with node.read() as conn:
         items = policies.list_all(conn, org_id=caller.org_id, actor_id=caller.principal_id, limit=page.limit,
@@ -123,7 +123,7 @@ def list_policies(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, 
 
 
 @router.get("/api/approvals")
-def list_approvals(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_approvals(node: NodeDep, caller: CallerDep, page: ApprovalPageDep) -> dict[str, Any]:
     """Pending approvals the caller may decide."""
     with node.read() as conn:
         items = approvals.pending_for(conn, org_id=caller.org_id, caller_id=caller.principal_id, limit=page.limit,
