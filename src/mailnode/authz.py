@@ -17,7 +17,7 @@ from sqlalchemy import Connection, delete, or_, select
 from mailnode import audit
 from mailnode.butler.tables import butlers
 from mailnode.directory.tables import organisations, relationship_tuples, team_members, teams, users
-from mailnode.errors import invalid, not_an_administrator, not_found
+from mailnode.errors import MailnodeError, invalid, not_an_administrator, not_found
 from mailnode.ids import new_id, parse_id, prefix_of
 from mailnode.notify.tables import applications
 
@@ -89,6 +89,25 @@ def mailboxes_visible(conn: Connection, org_id: str, principal_id: str,
         )
     ).all()
     return {r.object_id for r in rows}
+
+
+def sees_breakers(conn: Connection, org_id: str, principal_id: str) -> bool:
+    """True for an administrator and for whoever holds any relation on some mailbox: the organisation's rate
+    breakers gate every mailbox's sends, so each mailbox's people may read them (``GET /api/breakers``)."""
+    return is_admin(conn, org_id, principal_id) or bool(mailboxes_visible(conn, org_id, principal_id))
+
+
+def require_breakers_visible(conn: Connection, org_id: str, principal_id: str) -> None:
+    """Raise ``E_BREAKERS_NOT_VISIBLE`` (403) unless ``sees_breakers``."""
+    if not sees_breakers(conn, org_id, principal_id):
+        raise MailnodeError(
+            code="E_BREAKERS_NOT_VISIBLE",
+            what="Only administrators and people with a relation on a mailbox may read the rate breakers.",
+            why="The breakers read the organisation's sending volume and bounce and complaint rates; they gate "
+                "every mailbox's mail, so they are shown to that mail's people, not to every token holder.",
+            fix="Ask an administrator to read them, or to grant you a relation on a mailbox (POST /api/access).",
+            status=403,
+        )
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,16 @@ from __future__ import annotations
 
 #: Lists are clamped to 1..LIST_LIMIT_MAX (never an error). Sized: a page a person can read at once.
 LIST_LIMIT_MAX = 500
+#: Longest list cursor that names a row by its name rather than its id (Butlers, policies), in characters.
+#: Sized: a name is at most BUTLER_NAME_MAX_CHARS (200); a longer cursor names nothing and is refused.
+NAME_CURSOR_MAX_CHARS = 200
 #: The page size when ``limit`` is absent. Sized.
 LIST_LIMIT_DEFAULT = 50
 #: An API token is ``mn_`` + this many random bytes, URL-safe base64. 32 bytes = 256 bits (sized).
 TOKEN_RANDOM_BYTES = 32
+#: Longest API token label, in characters (sized): a label is one line shown in token lists and the audit
+#: trail; room for ``app `` + an application name of APP_NAME_MAX_CHARS (200), the label its tokens get.
+TOKEN_LABEL_MAX_CHARS = 256
 
 # --- Storage -------------------------------------------------------------------------------------
 
@@ -97,6 +103,10 @@ RESEND_EMAIL_MAX_BYTES = 40 * 1000 * 1000
 #: per body byte, for characters outside the BMP; only control characters cost more, and a text body holds
 #: few), plus 1 MiB for the recipients and the other fields. About 19.75 MiB.
 API_REQUEST_MAX_BYTES = 3 * SEND_BODY_MAX_BYTES + 1024 * 1024
+#: Deepest nesting of arrays and objects a JSON request body may have. Sized: the deepest body a route takes
+#: (a policy's conditions and stages, a provider webhook event) nests under 10 levels; Python's JSON decoder
+#: recurses once per level and fails with RecursionError near 1,000 (a 500 before this bound, issue 14).
+JSON_NESTING_MAX = 64
 #: Statement budget of a seal with no policies (reference: 12 subrequests; measured here by
 #: tests/outbound_db/test_budgets.py, a new conversation: 10 on SQLite and PostgreSQL, of which governance's
 #: facts are 2, the breaker statement and the live policies; 8 before governance was wired). Not raised.

@@ -181,7 +181,7 @@ def serve(
 @token_app.command("create")
 def token_create(
     user: Annotated[Optional[str], typer.Option(help="User id or email (default: the first administrator).")] = None,
-    label: Annotated[str, typer.Option(help="A label to recognise the token by.")] = "",
+    label: Annotated[str, typer.Option(help="A label to recognise the token by (one printable line).")] = "cli",
     data_dir: DataDir = None,
     as_json: JsonFlag = False,
 ) -> None:

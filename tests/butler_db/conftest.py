@@ -62,7 +62,7 @@ def people(api: Any, installed: Any) -> People:
     node = api.app.state.node
     with node.begin() as conn:
         _, bob_token = create_token(conn, org_id=installed.org_id, principal_id=bob_id, at=node.clock.now(),
-                                    actor_id=installed.user_id)
+                                    actor_id=installed.user_id, label="test")
     return People(admin=admin, admin_id=installed.user_id, member=bearer(bob_token), member_id=bob_id,
                   org_id=installed.org_id)
 

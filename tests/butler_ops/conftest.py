@@ -41,7 +41,7 @@ def person(w: World, email: str, *relations: tuple[str, str]) -> dict[str, str]:
         for relation, object_id in relations:
             grant_unchecked(conn, org_id=w.installed.org_id, at=now, subject_id=uid, relation=relation,
                             object_id=object_id, actor_id=None)
-        _, token = create_token(conn, org_id=w.installed.org_id, principal_id=uid, at=now, actor_id=None)
+        _, token = create_token(conn, org_id=w.installed.org_id, principal_id=uid, at=now, actor_id=None, label="test")
     return {"Authorization": f"Bearer {token}"}
 
 

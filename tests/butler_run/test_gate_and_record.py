@@ -80,7 +80,7 @@ def test_only_someone_with_send_propose_releases_and_only_a_butler_gate(world: W
 
     with world.node.begin() as conn:
         _, token = create_token(conn, org_id=world.installed.org_id, principal_id=bob, at=world.node.clock.now(),
-                                actor_id=world.installed.user_id)
+                                actor_id=world.installed.user_id, label="test")
     refused = world.api.post(f"/api/sends/{send_id}/release", headers=bearer(token))
     assert refused.status_code == 409 and refused.json()["detail"] == {
         "send_id": send_id, "released": False, "reason": "not_found"}
@@ -141,7 +141,7 @@ def test_run_reads_are_for_administrators_and_never_show_trigger_facts(world: Wo
 
     with world.node.begin() as conn:
         _, token = create_token(conn, org_id=world.installed.org_id, principal_id=r.json()["user"]["id"],
-                                at=world.node.clock.now(), actor_id=world.installed.user_id)
+                                at=world.node.clock.now(), actor_id=world.installed.user_id, label="test")
     assert world.api.get("/api/butler-runs", headers=bearer(token)).status_code == 404
     assert world.api.get(f"/api/butler-runs/{run.id}", headers=bearer(token)).status_code == 404
 

@@ -20,7 +20,7 @@ def test_grant_through_a_team_takes_effect_and_revoke_removes_it(api: Any, insta
     node = api.app.state.node
     with node.begin() as conn:
         _, bob_token = create_token(conn, org_id=installed.org_id, principal_id=bob_id, at=node.clock.now(),
-                                    actor_id=installed.user_id)
+                                    actor_id=installed.user_id, label="test")
     team = api.post("/api/teams", json={"name": "support"}, headers=admin).json()["team"]
     r = api.post(f"/api/teams/{team['id']}/members", json={"user_id": bob_id}, headers=admin)
     assert r.status_code == 200 and r.json()["team"]["members"] == [bob_id]

@@ -41,7 +41,7 @@ class World:
             for relation, object_id in relations:
                 grant_unchecked(conn, org_id=self.org_id, at=now, subject_id=uid, relation=relation,
                                 object_id=object_id, actor_id=None)
-            _, token = create_token(conn, org_id=self.org_id, principal_id=uid, at=now, actor_id=None)
+            _, token = create_token(conn, org_id=self.org_id, principal_id=uid, at=now, actor_id=None, label="test")
         return Person(uid, {"Authorization": f"Bearer {token}"})
 
     def admin_person(self, email: str) -> Person:

@@ -265,6 +265,6 @@ def test_the_cap_is_per_person(api: Any, org: Org) -> None:
         uid = create_user(conn, org_id=org.installed.org_id, actor_id=None, at=org.clock.now(),
                           email="bea@example.test")["id"]
         _, token = create_token(conn, org_id=org.installed.org_id, principal_id=uid, at=org.clock.now(),
-                                actor_id=None)
+                                actor_id=None, label="test")
     r = api.post("/api/me/contact-email", json={"address": "bea.home@remote.test"}, headers=bearer(token))
     assert r.status_code == 200, r.text

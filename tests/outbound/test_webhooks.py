@@ -125,10 +125,10 @@ def test_signed_body_that_is_not_an_event_is_refused() -> None:
     assert _refused(body, signed_headers(body, "msg_1")).code == "E_WEBHOOK_SIGNATURE_INVALID"
 
 
-def test_missing_secret_is_a_configuration_error() -> None:
+def test_missing_secret_is_an_endpoint_not_configured() -> None:
     with pytest.raises(MailnodeError) as caught:
         verify_resend_webhook(BODY, signed_headers(BODY, "msg_1"), "")
-    assert caught.value.code == "E_SETTING_MISSING"
+    assert (caught.value.code, caught.value.status) == ("E_WEBHOOK_NOT_CONFIGURED", 404)
 
 
 def test_delivery_state_map_is_total_over_the_event_kinds() -> None:

@@ -155,12 +155,12 @@ def test_bad_input_is_refused_before_anything_is_stored(api: Any, node: Any, ins
 def test_authority_sender_and_parent_refusals(api: Any, node: Any, installed: Any) -> None:
     admin = H(installed.token)
     bob = api.post("/api/users", json={"email": "bob@example.test"}, headers=admin).json()["user"]["id"]
-    bob_token = api.post("/api/tokens", json={}, headers=admin)  # the admin's own token; mint bob's locally
+    bob_token = api.post("/api/tokens", json={"label": "pipeline"}, headers=admin)  # the admin's own token; mint bob's locally
     assert bob_token.status_code == 201
     from mailnode.directory.tokens import create_token
 
     with node.begin() as conn:
-        _, token = create_token(conn, org_id=installed.org_id, principal_id=bob, at=node.clock.now(), actor_id=None)
+        _, token = create_token(conn, org_id=installed.org_id, principal_id=bob, at=node.clock.now(), actor_id=None, label="test")
     body = {"mailbox_id": installed.mailbox_id, "to": ["ann@remote.test"], "subject": "Hi", "body": "x"}
     r = api.post("/api/sends", json=body, headers=H(token))
     assert (r.status_code, r.json()["error"]) == (404, "E_MAY_NOT_SEND_AS_MAILBOX")
@@ -299,7 +299,7 @@ def test_drafts_one_per_parent_author_only_and_sealed_from(api: Any, node: Any, 
     from mailnode.directory.tokens import create_token
 
     with node.begin() as conn:
-        _, token = create_token(conn, org_id=installed.org_id, principal_id=bob, at=node.clock.now(), actor_id=None)
+        _, token = create_token(conn, org_id=installed.org_id, principal_id=bob, at=node.clock.now(), actor_id=None, label="test")
     assert api.get(f"/api/drafts/{draft_id}", headers=H(token)).json()["error"] == "E_NO_SUCH_DRAFT"
     assert api.post("/api/drafts", json=d, headers=H(token)).json()["error"] == "E_MAY_NOT_SEND_AS_MAILBOX"
     assert api.get("/api/drafts", headers=H(token)).json()["drafts"] == []

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from mailnode import __version__
 from mailnode.api import audit, butlers, directory, drafts, errors, health, mailboxes, messages, sends, webhooks
 from mailnode.api import butler_pauses, butler_release, butler_runs, governance, holds, retention_settings
 from mailnode.api import apps, mail, me, metrics, provider
 from mailnode.api.body_limit import RequestBodyLimit
+from mailnode.api.deps import refuse_unknown_query
+from mailnode.api.json_limit import JSONNestingLimit
 from mailnode.node import Node
 
 
 def create_app(node: Node) -> FastAPI:
-    """Build the API over ``node``. OpenAPI at ``/docs``."""
-    app = FastAPI(title="mailnode", version=__version__, docs_url="/docs")
+    """Build the API over ``node``. OpenAPI at ``/docs``. Every route refuses query parameters it does not
+    declare (``deps.refuse_unknown_query``)."""
+    app = FastAPI(title="mailnode", version=__version__, docs_url="/docs",
+                  dependencies=[Depends(refuse_unknown_query)])
     app.state.node = node
+    # Starlette runs the last added middleware first: the size bound, then the nesting bound.
+    app.add_middleware(JSONNestingLimit)
     app.add_middleware(RequestBodyLimit)
     errors.install(app)
     for module in (health, directory, mailboxes, messages, audit, butlers, drafts, sends, webhooks, governance,

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import ButlerPausePageDep, CallerDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.butler import pause
 
@@ -28,7 +28,7 @@ class ResumeIn(Strict):
 
 
 @router.get("")
-def list_(node: NodeDep, caller: CallerDep, page: PageDep, in_force: bool = False) -> dict[str, Any]:
+def list_(node: NodeDep, caller: CallerDep, page: ButlerPausePageDep, in_force: bool = False) -> dict[str, Any]:
     """Pauses newest first, optionally only those in force."""
     with node.read() as conn:
         items = pause.list_pauses(conn, org_id=caller.org_id, principal_id=caller.principal_id, limit=page.limit,

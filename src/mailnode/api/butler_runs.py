@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from mailnode import runtime
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, NodeDep, RunPageDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.butler import record, replay
 from mailnode.errors import MailnodeError
@@ -31,8 +31,9 @@ router = APIRouter(prefix="/api/butler-runs", tags=["butlers"])
 
 
 @router.get("")
-def list_(node: NodeDep, caller: CallerDep, page: PageDep, butler_id: str | None = None) -> dict[str, Any]:
-    """Runs newest first, optionally of one Butler."""
+def list_(node: NodeDep, caller: CallerDep, page: RunPageDep, butler_id: str | None = None) -> dict[str, Any]:
+    """Runs newest first, optionally of one Butler (a malformed ``butler_id`` is 422 naming it)."""
+    butler_id = id_filter(butler_id, "butler_id", "btl")
     with node.read() as conn:
         items = record.list_runs(conn, org_id=caller.org_id, principal_id=caller.principal_id, limit=page.limit,
                                  cursor=page.cursor, butler_id=butler_id)

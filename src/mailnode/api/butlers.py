@@ -20,7 +20,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.butler import lifecycle, simulate
 
@@ -65,7 +65,7 @@ def publish(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.get("")
-def list_(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_(node: NodeDep, caller: CallerDep, page: NamePageDep) -> dict[str, Any]:
     """The organisation's Butlers by name: ``{"butlers": [...], "next_cursor"}`` (the cursor is a name)."""
     with node.read() as conn:
         items = lifecycle.list_butlers(conn, org_id=caller.org_id, principal_id=caller.principal_id,

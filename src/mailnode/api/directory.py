@@ -7,9 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from mailnode import authz
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, GrantPageDep, NodeDep, TeamPageDep, UserPageDep, id_filter, paged
 from mailnode.api.models import Strict
-
 from mailnode.directory import domains, people, tokens
 from mailnode.notify import verification_io
 
@@ -52,7 +51,7 @@ class GrantIn(Strict):
 class TokenIn(Strict):
     """Body of POST /api/tokens."""
 
-    label: str = ""
+    label: str
 
 
 @router.get("/me")
@@ -74,7 +73,7 @@ def create_user(body: UserIn, node: NodeDep, caller: CallerDep) -> dict[str, Any
 
 
 @router.get("/users")
-def list_users(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_users(node: NodeDep, caller: CallerDep, page: UserPageDep) -> dict[str, Any]:
     """The organisation's users."""
     with node.read() as conn:
         return paged("users", people.list_users(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -90,7 +89,7 @@ def create_team(body: TeamIn, node: NodeDep, caller: CallerDep) -> dict[str, Any
 
 
 @router.get("/teams")
-def list_teams(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_teams(node: NodeDep, caller: CallerDep, page: TeamPageDep) -> dict[str, Any]:
     """The organisation's teams with their members."""
     with node.read() as conn:
         return paged("teams", people.list_teams(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -147,9 +146,11 @@ def revoke(grant_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.get("/access")
-def list_access(node: NodeDep, caller: CallerDep, page: PageDep, subject_id: str | None = None,
+def list_access(node: NodeDep, caller: CallerDep, page: GrantPageDep, subject_id: str | None = None,
                 object_id: str | None = None) -> dict[str, Any]:
-    """Grants (administrators)."""
+    """Grants (administrators); ``subject_id`` and ``object_id`` filter (a malformed one is 422 naming it)."""
+    subject_id = id_filter(subject_id, "subject_id", "usr", "tm", "btl", "app")
+    object_id = id_filter(object_id, "object_id", "mbx", "org")
     with node.read() as conn:
         grants = authz.list_grants(conn, org_id=caller.org_id, actor_id=caller.principal_id, limit=page.limit,
                                    cursor=page.cursor, subject_id=subject_id, object_id=object_id)
@@ -158,11 +159,10 @@ def list_access(node: NodeDep, caller: CallerDep, page: PageDep, subject_id: str
 
 @router.post("/tokens", status_code=201)
 def create_token(body: TokenIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """A new token for the caller; the plaintext is in this answer only."""
+    """A new token for the caller, revoked with the caller's token; the plaintext is in this answer only.
+    An application's token answers 403 ``E_APPLICATION_CANNOT_MINT`` (``tokens.mint_own_token``)."""
     with node.begin() as conn:
-        tid, plaintext = tokens.create_token(conn, org_id=caller.org_id, principal_id=caller.principal_id,
-                                             at=node.clock.now(), actor_id=caller.principal_id, label=body.label)
-        return {"token": {"id": tid, "token": plaintext, "label": body.label}}
+        return {"token": tokens.mint_own_token(conn, caller, at=node.clock.now(), label=body.label)}
 
 
 @router.get("/tokens")
@@ -175,11 +175,12 @@ def list_tokens(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 @router.delete("/tokens/{token_id}")
 def revoke_token(token_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """Revoke a token (your own, or any as an administrator)."""
+    """Revoke a token and every token minted from it (your own, or any as an administrator);
+    ``{"revoked": id, "also_revoked": [ids of the tokens minted from it, at any depth]}``."""
     with node.begin() as conn:
-        tokens.revoke_token(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
-                            token_id=token_id)
-        return {"revoked": token_id}
+        ids = tokens.revoke_token(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
+                                  token_id=token_id)
+        return {"revoked": token_id, "also_revoked": [i for i in ids if i != token_id]}
 
 
 

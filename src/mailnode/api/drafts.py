@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, DraftPageDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.notify import holds
 from mailnode.outbound import drafts
@@ -48,7 +48,7 @@ def create(body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.get("")
-def list_(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_(node: NodeDep, caller: CallerDep, page: DraftPageDep) -> dict[str, Any]:
     """The caller's drafts."""
     with node.read() as conn:
         return paged("drafts", drafts.list_(conn, org_id=caller.org_id, author_id=caller.principal_id,

@@ -7,7 +7,9 @@
   ``{decision: approve|deny}`` (anything else ``E_BAD_DECISION``, 422), ``POST /api/approvals/{id}/withdraw``.
 - ``POST /api/domain-pauses`` ``{domain, reason}``, ``GET /api/domain-pauses`` (in force),
   ``POST /api/domain-pauses/{id}/lift`` ``{reason?}``. No route pauses outright.
-- ``GET /api/breakers``: every reading, tripped or not, ``{"breakers": [...]}``.
+- ``GET /api/breakers``: every reading, tripped or not, ``{"breakers": [...]}``, to administrators and to
+  principals holding a relation on some mailbox (the breakers gate every mailbox's mail); anyone else 403
+  ``E_BREAKERS_NOT_VISIBLE``.
 
 Each act is one transaction; codes are documented in ``mailnode.governance``.
 """
@@ -19,7 +21,8 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode import authz
+from mailnode.api.deps import ApprovalPageDep, CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.governance import approvals, breakers, pauses, policies
 from mailnode.governance.policy import Conditions
@@ -111,7 +114,7 @@ def publish_policy(policy_id: str, node: NodeDep, caller: CallerDep) -> dict[str
 
 
 @router.get("/api/policies")
-def list_policies(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_policies(node: NodeDep, caller: CallerDep, page: NamePageDep) -> dict[str, Any]:
     """Every policy with its versions, by name."""
     with node.read() as conn:
         items = policies.list_all(conn, org_id=caller.org_id, actor_id=caller.principal_id, limit=page.limit,
@@ -120,7 +123,7 @@ def list_policies(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, 
 
 
 @router.get("/api/approvals")
-def list_approvals(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_approvals(node: NodeDep, caller: CallerDep, page: ApprovalPageDep) -> dict[str, Any]:
     """Pending approvals the caller may decide."""
     with node.read() as conn:
         items = approvals.pending_for(conn, org_id=caller.org_id, caller_id=caller.principal_id, limit=page.limit,
@@ -170,8 +173,12 @@ def lift_pause(pause_id: str, node: NodeDep, caller: CallerDep, body: LiftIn | N
 
 @router.get("/api/breakers")
 def list_breakers(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """Every rate breaker's reading right now, armed or not (no pause data: see /api/domain-pauses)."""
+    """Every rate breaker's reading right now, armed or not (no pause data: see /api/domain-pauses).
+
+    Administrators and principals holding a relation on some mailbox; anyone else 403
+    ``E_BREAKERS_NOT_VISIBLE`` (``authz.sees_breakers``)."""
     signals = breakers.delivery_signals_of(node.settings.transport)
     with node.read() as conn:
+        authz.require_breakers_visible(conn, caller.org_id, caller.principal_id)
         state = breakers.evaluate(conn, org_id=caller.org_id, now=node.clock.now(), delivery_signals=signals)
     return {"breakers": [r.to_json() for r in state.readings]}

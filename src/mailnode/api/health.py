@@ -1,4 +1,5 @@
-"""``GET /api/health`` (no authentication) and ``GET /api/doctor`` (any authenticated caller)."""
+"""``GET /api/health`` (no authentication) and ``GET /api/doctor`` (any authenticated caller, each finding
+shown as far as the caller's relations reach: ``mailnode.doctor.visibility``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from mailnode import __version__
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.doctor.checks import run_checks
 from mailnode.doctor.findings import report
+from mailnode.doctor.visibility import view, viewer_of
 
 router = APIRouter(prefix="/api", tags=["health"])
 
@@ -22,5 +24,9 @@ def health() -> dict[str, Any]:
 
 @router.get("/doctor")
 def doctor(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """The doctor's report for the caller's organisation."""
-    return report(run_checks(node, caller.org_id))
+    """The doctor's report for the caller's organisation, each finding's words and data filtered by what the
+    caller may see (``doctor.visibility.view``); names, severities and the verdict are the same for all."""
+    findings = run_checks(node, caller.org_id)
+    with node.read() as conn:
+        viewer = viewer_of(conn, caller.org_id, caller.principal_id)
+    return report([view(f, viewer) for f in findings])

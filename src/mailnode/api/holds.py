@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, HoldPageDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.notify import holds
 
@@ -59,7 +59,7 @@ def lift_hold(hold_id: str, node: NodeDep, caller: CallerDep, body: HoldLiftIn |
 
 
 @router.get("/api/holds")
-def list_holds(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_holds(node: NodeDep, caller: CallerDep, page: HoldPageDep) -> dict[str, Any]:
     """Every hold, in force or lifted."""
     with node.read() as conn:
         items = holds.list_(conn, org_id=caller.org_id, actor_id=caller.principal_id, limit=page.limit,

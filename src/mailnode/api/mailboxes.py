@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, MailboxPageDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.mail import mailboxes
 
@@ -40,7 +40,7 @@ def create(body: MailboxIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.get("")
-def list_(node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_(node: NodeDep, caller: CallerDep, page: MailboxPageDep) -> dict[str, Any]:
     """The mailboxes the caller may know of."""
     with node.read() as conn:
         items = mailboxes.list_mailboxes(conn, org_id=caller.org_id, principal_id=caller.principal_id,

@@ -13,14 +13,14 @@ shown as an empty mail: every message shape carries ``content_deleted_at`` (ISO 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, CasePageDep, EventPageDep, MessagePageDep, NodeDep, id_filter, paged
+from mailnode.api.models import Strict
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
 from mailnode.errors import not_found
 from mailnode.ids import parse_id
@@ -71,7 +71,7 @@ def _readable_message(node: Any, caller: Any, message_id: str) -> Any:
 
 
 @router.get("/mailboxes/{mailbox_id}/messages")
-def list_messages(mailbox_id: str, node: NodeDep, caller: CallerDep, page: PageDep) -> dict[str, Any]:
+def list_messages(mailbox_id: str, node: NodeDep, caller: CallerDep, page: MessagePageDep) -> dict[str, Any]:
     """Messages delivered to a mailbox, newest first (metadata read)."""
     with node.read() as conn:
         get_mailbox_row(conn, caller.org_id, mailbox_id)
@@ -144,14 +144,15 @@ def get_conversation(conversation_id: str, node: NodeDep, caller: CallerDep) -> 
 
 
 @router.get("/cases")
-def list_cases(node: NodeDep, caller: CallerDep, page: PageDep, mailbox_id: str | None = None,
-               state: str | None = None) -> dict[str, Any]:
-    """Cases of the mailboxes the caller may see, optionally one mailbox and one state (open|closed)."""
+def list_cases(node: NodeDep, caller: CallerDep, page: CasePageDep, mailbox_id: str | None = None,
+               state: Literal["open", "closed"] | None = None) -> dict[str, Any]:
+    """Cases of the mailboxes the caller may see, optionally one mailbox and one state (open|closed); another
+    state or a malformed ``mailbox_id`` is 422 ``E_REQUEST_INVALID`` naming it."""
+    mailbox_id = id_filter(mailbox_id, "mailbox_id", "mbx")
     with node.read() as conn:
         visible = mailboxes_visible(conn, caller.org_id, caller.principal_id)
         q = select(cases).where(cases.c.org_id == caller.org_id, cases.c.mailbox_id.in_(sorted(visible)))
         if mailbox_id:
-            parse_id(mailbox_id, "mbx", "mailbox_id")
             q = q.where(cases.c.mailbox_id == mailbox_id)
         if state:
             q = q.where(cases.c.state == state)
@@ -161,10 +162,9 @@ def list_cases(node: NodeDep, caller: CallerDep, page: PageDep, mailbox_id: str 
     return paged("cases", [cases_mod.case_json(r) for r in rows], page)
 
 
-class ClaimIn(BaseModel):
+class ClaimIn(Strict):
     """Body of POST /api/cases/{id}/claim (optional)."""
 
-    model_config = ConfigDict(extra="forbid")
     assignee: str | None = None
     take: bool = False
 
@@ -203,7 +203,7 @@ def delete_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any
 
 
 @router.get("/delivery-events")
-def list_delivery_events(node: NodeDep, caller: CallerDep, page: PageDep,
+def list_delivery_events(node: NodeDep, caller: CallerDep, page: EventPageDep,
                          attributed: bool | None = None) -> dict[str, Any]:
     """Provider events and delivery reports, newest first (administrators); ``attributed`` filters."""
     t = send_recipient_events

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.errors import invalid
 from mailnode.node import Node
@@ -78,10 +78,11 @@ def create(body: SendIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.get("")
-def list_(node: NodeDep, caller: CallerDep, page: PageDep, mailbox_id: str | None = None,
+def list_(node: NodeDep, caller: CallerDep, page: SendPageDep, mailbox_id: str | None = None,
           state: str | None = None) -> dict[str, Any]:
     """Sends of the mailboxes the caller may see, newest first; ``mailbox_id`` and ``state`` filter."""
     wanted = retry.state_of(state) if state else None
+    mailbox_id = id_filter(mailbox_id, "mailbox_id", "mbx")
     with node.read() as conn:
         items = reads.list_sends(conn, org_id=caller.org_id, principal_id=caller.principal_id, limit=page.limit,
                                  cursor=page.cursor, mailbox_id=mailbox_id, state=wanted)

@@ -3,7 +3,10 @@
 The signature is checked over the raw request bytes before anything is parsed or written
 (``outbound.webhooks.verify_resend_webhook``): forged, stale or re-serialised bodies get 401
 ``E_WEBHOOK_SIGNATURE_INVALID`` and change nothing; an unknown event type gets 422 (the provider retries
-after an upgrade). A verified event is recorded once per event id (``outbound.provider_events``).
+after an upgrade). A verified event is recorded once per event id (``outbound.provider_events``). A node
+without a signing secret answers 404 ``E_WEBHOOK_NOT_CONFIGURED``; a body nested deeper than
+``budgets.JSON_NESTING_MAX`` is refused 422 ``E_JSON_TOO_DEEP`` before anything reads it
+(``api.json_limit``).
 """
 
 from __future__ import annotations

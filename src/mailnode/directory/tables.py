@@ -58,6 +58,10 @@ api_tokens = Table(
     Column("label", Text, nullable=False, server_default=""),
     Column("created_at", UTCDateTime, nullable=False),
     Column("revoked_at", UTCDateTime, nullable=True),
+    # The token this one was minted with (POST /api/tokens); revoking it revokes this one. NULL: minted by
+    # the installer or by an administrator for an application.
+    Column("parent_token_id", String(40), nullable=True),
+    Index("ix_api_tokens_parent_token_id", "parent_token_id"),
 )
 
 domains = Table(

@@ -26,7 +26,7 @@ from mailnode.butler import pause
 from mailnode.butler.run_tables import butler_pauses, butler_run_effects, butler_runs
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.butler.trigger import listening_on
-from mailnode.doctor.findings import Finding, Severity
+from mailnode.doctor.findings import Concern, Finding, Item, Severity, listed
 from mailnode.mail.message_tables import messages
 from mailnode.node import Node
 
@@ -50,14 +50,13 @@ def butler_paused(node: Node, org_id: str | None) -> Finding:
         return Finding(name, Severity.DEGRADED, True, f"{published} published Butlers, none paused")
     pauses = [pause.pause_json(r) for r in rows]
     known = [r["reason"] in ("loop_detected",) for r in pauses]
-    text = "; ".join(
-        f"{r['butler_name']!r} ({r['butler_id']}) paused since {r['placed_at']}: "
-        f"{r['reason'] if ok else 'an unknown reason ' + repr(r['reason'])}, tripped by {r['tripped_by']}: "
-        f"{r['detail']}" for r, ok in zip(pauses, known))
-    return Finding(name, Severity.DEGRADED, False, text,
-                   "Mail to these Butlers' mailboxes is filed and answerable by hand, not automatically. Once the "
-                   "cause is fixed, one administrator resumes each with a reason: "
-                   + ", ".join(str(r["resume"]) for r in pauses) + ".", {"pauses": pauses})
+    items = [Item(Concern("butler", r["butler_id"]),
+                  f"{r['butler_name']!r} ({r['butler_id']}) paused since {r['placed_at']}: "
+                  f"{r['reason'] if ok else 'an unknown reason ' + repr(r['reason'])}, tripped by {r['tripped_by']}: "
+                  f"{r['detail']}", r, "pauses", str(r["resume"])) for r, ok in zip(pauses, known)]
+    return listed(name, Severity.DEGRADED, False, items,
+                  fix_lead="Mail to these Butlers' mailboxes is filed and answerable by hand, not automatically. Once "
+                  "the cause is fixed, one administrator resumes each with a reason: ")
 
 
 def _silence(conn: Any, org_id: str) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from mailnode import audit
 from mailnode.db import migrate
 from mailnode.doctor.butler_checks import BUTLER_CHECKS
-from mailnode.doctor.findings import Finding, Severity
+from mailnode.doctor.findings import NODE, Finding, Severity
 from mailnode.doctor.governance_checks import GOVERNANCE_CHECKS
 from mailnode.doctor.notify_checks import NOTIFY_CHECKS
 from mailnode.node import Node
@@ -26,7 +26,8 @@ def database_reachable(node: Node, org_id: str | None) -> Finding:
     try:
         with node.read() as conn:
             conn.execute(text("SELECT 1"))
-        return Finding("database_reachable", Severity.REFUSE, True, f"{node.engine.dialect.name} answers")
+        return Finding("database_reachable", Severity.REFUSE, True, f"{node.engine.dialect.name} answers",
+                       concerns=NODE)
     except Exception as exc:  # noqa: BLE001 - the failure is the finding, with its text
         return Finding("database_reachable", Severity.REFUSE, False, f"{type(exc).__name__}: {exc}",
                        "Check MAILNODE_DATABASE_URL and that the database server is running.")
@@ -41,18 +42,19 @@ def migrations_applied(node: Node, org_id: str | None) -> Finding:
                        "Check the database, then run mailnode serve (it upgrades on start).")
     head = migrate.head_revisions()
     if current == head:
-        return Finding("migrations_applied", Severity.REFUSE, True, f"at {', '.join(head)}")
+        return Finding("migrations_applied", Severity.REFUSE, True, f"at {', '.join(head)}", concerns=NODE)
     return Finding("migrations_applied", Severity.REFUSE, False,
                    f"database at {', '.join(current) or 'nothing'}, code expects {', '.join(head)}",
                    "Run mailnode serve or mailnode init, which upgrade the schema to head.",
-                   {"current": list(current), "head": list(head)})
+                   {"current": list(current), "head": list(head)}, NODE)
 
 
 def evidence_store_writable(node: Node, org_id: str | None) -> Finding:
     """A blob can be written to and read back from the evidence store."""
     ok, detail = node.evidence.writable()
     return Finding("evidence_store_writable", Severity.REFUSE, ok, detail,
-                   "" if ok else "Make the data directory's evidence/ folder writable by the node's user.")
+                   "" if ok else "Make the data directory's evidence/ folder writable by the node's user.",
+                   concerns=NODE)
 
 
 def audit_chain_intact(node: Node, org_id: str | None) -> Finding:

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from mailnode import budgets
-from mailnode.doctor.findings import Finding, Severity, not_observed
+from mailnode.doctor.findings import NODE, Concern, Finding, Item, Severity, listed, not_observed
 from mailnode.governance import breakers, pauses
 from mailnode.node import Node
 from mailnode.outbound.tables import send_recipient_events, send_recipients
@@ -134,21 +134,24 @@ def send_breakers(node: Node, org_id: str | None) -> Finding:
     with node.read() as conn:
         state = breakers.evaluate(conn, org_id=org_id, now=node.clock.now(), delivery_signals=v["delivery_signals"])
     data = {"breakers": [r.to_json() for r in state.readings]}
+    # The organisation's breakers gate every mailbox's sends: whoever may see a mailbox sees them (GET /api/breakers).
+    gate = Concern("mailboxes")
     lines = "; ".join(r.sentence for r in state.readings)
     tripped = [r for r in state.readings if r.tripped]
     unarmed = [r for r in state.readings if not r.armed]
     if tripped:
         return Finding(name, Severity.DEGRADED, False, lines,
                        "Sends wait until the window clears (GET /api/breakers shows when); find the cause of the "
-                       f"{', '.join(r.breaker.value for r in tripped)} before raising a limit.", data)
+                       f"{', '.join(r.breaker.value for r in tripped)} before raising a limit.", data, gate)
     if unarmed and v["delivery_signals"] == "none":
         return Finding(name, Severity.REPORT, True,
-                       lines + f"; the {v['transport']} transport reports nothing, so the rates cannot arm", data=data)
+                       lines + f"; the {v['transport']} transport reports nothing, so the rates cannot arm", data=data,
+                       concerns=gate)
     if unarmed and v["blind"]:
         return Finding(name, Severity.DEGRADED, False,
                        lines + "; the node is blind (see delivery_visibility), so these rates cannot fire",
-                       "Make delivery signals reach the node (see delivery_visibility's fix).", data)
-    return Finding(name, Severity.REPORT, True, lines, data=data)
+                       "Make delivery signals reach the node (see delivery_visibility's fix).", data, gate)
+    return Finding(name, Severity.REPORT, True, lines, data=data, concerns=gate)
 
 
 def domain_paused(node: Node, org_id: str | None) -> Finding:
@@ -159,12 +162,12 @@ def domain_paused(node: Node, org_id: str | None) -> Finding:
     with node.read() as conn:
         rows = pauses.in_force(conn, org_id=org_id, now=node.clock.now())
     if not rows:
-        return Finding(name, Severity.DEGRADED, True, "no sending domain is paused")
-    text = "; ".join(f"{r['domain']} paused {r['age_seconds'] // 60} minutes ago: {r['reason']}" for r in rows)
-    return Finding(name, Severity.DEGRADED, False, text,
-                   "Mail from these domains is withheld; when the cause is dealt with, one administrator lifts it: "
-                   + ", ".join(f"POST /api/domain-pauses/{r['pause_id']}/lift" for r in rows) + ".",
-                   {"pauses": rows})
+        return Finding(name, Severity.DEGRADED, True, "no sending domain is paused", concerns=NODE)
+    items = [Item(Concern("domain", r["domain"]), f"{r['domain']} paused {r['age_seconds'] // 60} minutes ago: "
+                  f"{r['reason']}", r, "pauses", f"POST /api/domain-pauses/{r['pause_id']}/lift") for r in rows]
+    return listed(name, Severity.DEGRADED, False, items, concerns=NODE,
+                  fix_lead="Mail from these domains is withheld; when the cause is dealt with, one administrator "
+                  "lifts it: ")
 
 
 def domain_pause_pending(node: Node, org_id: str | None) -> Finding:

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 
 from mailnode.directory.tables import users
-from mailnode.doctor.findings import Finding, Severity, not_observed
+from mailnode.doctor.findings import Concern, Finding, Item, Severity, not_observed
 from mailnode.errors import MailnodeError
 from mailnode.governance import pauses
 from mailnode.node import Node
@@ -40,14 +40,19 @@ def unverified_contact_addresses(node: Node, org_id: str | None) -> Finding:
     unverified = [{"user_id": r.id, "address": r.address} for r in rows if r.address is not None and not r.verified]
     missing = [{"user_id": r.id, "email": r.email} for r in rows if r.address is None]
     data = {"unverified": unverified, "without_contact_address": missing, "users": len(rows)}
+    # Each person is an item: a person sees their own line, an administrator everyone's (GET /api/users).
+    items = tuple([Item(Concern("user", u["user_id"]), f"{u['address']} ({u['user_id']}) is not verified", u,
+                        "unverified") for u in unverified]
+                  + [Item(Concern("user", u["user_id"]), f"{u['email']} ({u['user_id']}) has set no contact address",
+                          u, "without_contact_address") for u in missing])
     if unverified:
         return Finding(name, Severity.DEGRADED, False,
                        f"{len(unverified)} user(s) get notices at an address nobody verified; they may be told nothing",
                        "Each of them verifies it: POST /api/me/contact-email, then POST /api/me/contact-email/verify.",
-                       data)
+                       data, items=items, lead="notices may reach nobody: ")
     return Finding(name, Severity.REPORT, True,
                    f"every contact address of {len(rows) - len(missing)} user(s) is verified; "
-                   f"{len(missing)} user(s) have set none", data=data)
+                   f"{len(missing)} user(s) have set none", data=data, items=items)
 
 
 def provider_breaker(node: Node, org_id: str | None) -> Finding:

@@ -185,17 +185,21 @@ def verify_resend_webhook(body: bytes, headers: Mapping[str, str], secret: str) 
         no matching signature, a malformed signature header, a body that is not UTF-8, or a signature
         that verified over a body that is not a JSON object with a string ``type``.
         ``E_WEBHOOK_EVENT_UNKNOWN`` (422): a verified event of a type mailnode does not know.
-        ``E_SETTING_MISSING`` (500): no secret is configured (every webhook would otherwise pass or fail
-        for the wrong reason).
+        ``E_WEBHOOK_NOT_CONFIGURED`` (404): no secret is configured, so this node receives no webhooks
+        (every one would otherwise pass or fail for the wrong reason). 404, not 500: the sender reached an
+        endpoint that is not set up here, which is not the node failing; the provider keeps retrying a 404
+        (Svix retries every non-2xx for days), so events sent before the operator sets the secret still
+        arrive once it is set.
     """
     if not secret or secret == "whsec_":
         raise MailnodeError(
-            code="E_SETTING_MISSING",
-            what="No Resend webhook signing secret is configured.",
-            why="Without the secret no webhook can be verified, so none is accepted.",
-            fix="Set MAILNODE_RESEND_WEBHOOK_SECRET to the endpoint's whsec_... secret.",
-            status=500,
-            detail={"setting": "resend_webhook_secret"},
+            code="E_WEBHOOK_NOT_CONFIGURED",
+            what="This node receives no Resend webhooks: none is configured.",
+            why="A webhook is accepted only when its signature verifies against the endpoint's signing secret, "
+                "and this node has none, so it can verify nothing.",
+            fix="If you operate this node: set MAILNODE_RESEND_WEBHOOK_SECRET to the endpoint's whsec_... "
+                "secret and restart; the provider's retries then arrive. Otherwise, check the endpoint URL.",
+            status=404,
         )
     try:
         # svix 2.x returns None from verify(); the body is parsed below, only after it verified.
