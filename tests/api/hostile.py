@@ -5,7 +5,8 @@ regression fails the test instead of exhausting the machine.
 ``RLIMIT_CPU`` set; the child opens a node over the same settings (a fresh data directory and database),
 initialises it, sends each request through the ASGI test client and prints one JSON answer per line.
 A request's ``"auth": true`` adds the administrator's token; ``"body_repeat"`` builds large bodies in the
-child (``[prefix * n, suffix * n]``) so the test process never holds them.
+child (``[prefix * n, suffix * n]``, then ``"tail_repeat": [tail, times]`` appended) so the test process never
+holds them.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def _child() -> None:
             if "body_repeat" in req:
                 (prefix, suffix), n = req["body_repeat"], req["n"]
                 body = prefix * n + suffix * n
+            if "tail_repeat" in req:
+                tail, times = req["tail_repeat"]
+                body += tail * times
             raw = body.encode("utf-8")
             headers = dict(req.get("headers", {}))
             if req.get("auth"):

@@ -27,9 +27,13 @@ def _clean(answer: dict[str, Any], status: int, code: str) -> None:
 
 def test_nesting_bombs_are_refused_before_decoding(tmp_path: Path, database_url: str) -> None:
     deep = {"body_repeat": ["[", "]"], "n": 100_000}
-    signed, policy, event_ok = send_hostile(tmp_path / "node", database_url, SECRET, [
+    signed, policy, unterminated, event_ok = send_hostile(tmp_path / "node", database_url, SECRET, [
         {"method": "POST", "path": "/api/webhooks/resend", "sign": True, **deep},
         {"method": "POST", "path": "/api/policies", "auth": True, "body_repeat": ['{"a":', "}"], "n": 100_000},
+        # An unterminated string of escaped quotes after enough brackets to be measured: linear, not a rescan
+        # from every quote (the child's CPU limit fails a quadratic regression).
+        {"method": "POST", "path": "/api/policies", "auth": True,
+         "body_repeat": ["[" * 100 + '"', '\\"'], "n": 1, "tail_repeat": ['\\"', 1_000_000]},
         # A shallow signed event still reaches the signature check and the event parser.
         {"method": "POST", "path": "/api/webhooks/resend", "sign": True,
          "body": json.dumps({"type": "email.delivered", "created_at": "2026-12-01T00:00:00Z",
@@ -37,6 +41,7 @@ def test_nesting_bombs_are_refused_before_decoding(tmp_path: Path, database_url:
     ])
     _clean(signed, 422, "E_JSON_TOO_DEEP")
     _clean(policy, 422, "E_JSON_TOO_DEEP")
+    _clean(unterminated, 422, "E_JSON_TOO_DEEP")
     assert signed["body"]["detail"]["limit_name"] == "JSON_NESTING_MAX"
     assert event_ok["status"] == 200, event_ok
 
@@ -76,6 +81,10 @@ LIMIT = budgets.JSON_NESTING_MAX
     (b'["\\"' + b"[" * 1000 + b'"]', None),  # ... after an escaped quote too
     (b"[]" * 100_000, None),  # wide, not deep
     (b"[" * 1000, LIMIT + 1),  # not JSON, measured all the same
+    (b"[" * 70 + b'"' + b'\\"' * 1000, LIMIT + 1),  # an unterminated string runs to the end
+    (b'["' + b'\\"' * 1000 + b"[" * 100, None),  # ... hiding the brackets after it
+    (b"[" * 70 + b'"\\', LIMIT + 1),  # ... a dangling backslash too
+    (b'["\\\n' + b"[" * 100 + b'"]', None),  # an escaped newline stays inside the string
     (b"", None),
 ])
 def test_nesting_is_measured_outside_strings(body: bytes, over: int | None) -> None:
