@@ -28,6 +28,7 @@ import logging
 import socket
 import threading
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from mailnode import __version__, budgets
@@ -153,6 +154,42 @@ def is_launched() -> bool:
 def launched_executor_id() -> str | None:
     """The executor id this process launched DBOS with (``executor_id``), None outside ``launch``..``shutdown``."""
     return _executor_id
+
+
+def workflow_statuses(node: Node, workflow_ids: list[str]) -> dict[str, str]:
+    """DBOS's status (``PENDING``, ``ERROR`` ...) of each of ``workflow_ids`` that exists; absent ids are
+    workflows DBOS does not hold. Reads through the launched executor, else through a ``DBOSClient`` over
+    ``system_database_url`` (never creating a SQLite file that does not exist yet).
+
+    Raises ``E_EXECUTOR_UNREADABLE`` (503) when the system database does not exist or cannot be read.
+    """
+    if not workflow_ids:
+        return {}
+    from dbos import DBOS, DBOSClient
+
+    if _launched:
+        found = DBOS.list_workflows(workflow_ids=workflow_ids, load_input=False, load_output=False)
+        return {w.workflow_id: str(w.status) for w in found}
+    url = system_database_url(node)
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        raise _unreadable(url, "the file does not exist (no durable executor has run over this data directory)")
+    try:
+        client = DBOSClient(system_database_url=url, retry_connection_errors=False)
+        try:
+            found = client.list_workflows(workflow_ids=workflow_ids, load_input=False, load_output=False)
+        finally:
+            client.destroy()
+    except Exception as exc:
+        raise _unreadable(url, f"{type(exc).__name__}: {exc}") from exc
+    return {w.workflow_id: str(w.status) for w in found}
+
+
+def _unreadable(url: str, why: str) -> MailnodeError:
+    shown = url.split("@")[-1] if "@" in url else url
+    return MailnodeError(code="E_EXECUTOR_UNREADABLE", what=f"The durable executor's system database ({shown}) "
+                         "could not be read.", why=why,
+                         fix="Start the node once with mailnode serve (it creates the database), or check "
+                             "MAILNODE_DBOS_SYSTEM_DATABASE_URL and MAILNODE_DATABASE_URL.", status=503)
 
 
 def shutdown() -> None:
