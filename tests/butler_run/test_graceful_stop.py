@@ -74,6 +74,8 @@ def test_a_run_parked_on_a_release_resumes_after_a_graceful_stop(served: Served,
     restarted_ms = int(time.time() * 1000)
     served.start()
     _picked_up(served, parked["id"], restarted_ms)
+    stuck = next(f for f in served.call("GET", "/api/doctor")["findings"] if f["name"] == "butler_runs_stuck")
+    assert (stuck["ok"], stuck["data"]["live"], stuck["data"]["stuck"]) == (True, 1, [])
 
     released = served.call("POST", f"/api/sends/{send_id}/release")["release"]
     assert (released["run_id"], released["resumption"], released["resumed"]) == (parked["id"], "delivered", True)
