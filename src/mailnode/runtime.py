@@ -120,7 +120,8 @@ def pending_on_stop(body: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Co
     ``asyncio.CancelledError`` reaching the body (only ``DBOS.destroy`` cancels workflow tasks; a
     ``DBOS.cancel_workflow`` raises ``DBOSWorkflowCancelledError`` instead) becomes ``ExecutorStopping``,
     logged at INFO with the workflow id; every other exception and every result pass through unchanged.
-    The name, module and signature are the body's, so DBOS registers and recovers it under its own name.
+    The name, module and signature are the body's, so DBOS registers and recovers it under its own name;
+    the wrapper is marked ``stays_pending_on_stop`` (a test finds every async workflow without it).
     """
 
     @functools.wraps(body)
@@ -134,6 +135,7 @@ def pending_on_stop(body: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Co
                      DBOS.workflow_id, body.__name__)
             raise ExecutorStopping(DBOS.workflow_id) from None
 
+    wrapper.stays_pending_on_stop = True  # type: ignore[attr-defined]
     return wrapper
 
 
