@@ -214,6 +214,15 @@ BUTLER_NODES_MAX = 1000
 #: Longest ``wait`` in seconds: 365 days, the reference platform's durable sleep limit
 #: (spec/butler.md §1.4); a longer sleep could not be honoured by the reference either.
 BUTLER_WAIT_MAX_SECONDS = 365 * 24 * 3600
+#: Seconds a live Butler run may stay in its state beyond the longest its own program allows (its
+#: ``wait`` nodes, or the release gate's timeout) before doctor's ``butler_runs_stuck`` names it. Sized: a
+#: run's effects take milliseconds each and a restart's recovery a few seconds (tests/butler_run/
+#: test_graceful_stop.py), so ten minutes flags no live run, and names a stuck one well within the working
+#: hour docs/operations.md gives an operator to act on a degraded doctor.
+BUTLER_RUN_STUCK_GRACE_SECONDS = 600
+#: Most live runs one ``butler_runs_stuck`` check examines, oldest state first (sized: one read of DBOS's
+#: workflow table by id list; a node with more live runs than this is itself the finding, and says so).
+BUTLER_RUN_STUCK_SCAN_MAX = 1000
 #: Largest integer JSON carries exactly, and so the largest ``maxItems`` and the saturation point of
 #: a price: 2^53 - 1 (RFC 7493 §2.2, I-JSON; RFC 8785 §3.2.2.3 refuses anything beyond it).
 JSON_SAFE_INTEGER_MAX = 2**53 - 1

@@ -8,13 +8,31 @@ polling interval is lowered so a release wakes a waiting run quickly.
 
 Workflows reach the process's ``Node`` through ``current_node()``, set by ``launch``; this is the one
 process-wide handle, because DBOS calls workflow functions without arguments of ours.
+
+A graceful stop leaves async workflows PENDING (``pending_on_stop``). ``DBOS.destroy`` stops DBOS's event
+loop by cancelling every task on it. A workflow running as a task of its own (started from async code, or
+recovered through DBOS's queue) sees ``asyncio.CancelledError``, records nothing and stays PENDING. But
+an async workflow started from sync code (``DBOS.start_workflow``: the trigger's ``run_butler``, the
+dispatcher's wake-up) runs its coroutine through a worker thread blocked on the loop, and that thread
+receives the cancellation as ``concurrent.futures.CancelledError``, an ``Exception``, which DBOS 3.4
+records as the workflow's ERROR outcome: the run is never recovered (issue 14 item 3). So every async
+workflow body is wrapped to turn the cancellation into ``ExecutorStopping``, a ``BaseException`` that no
+path records as an outcome, as ``KeyboardInterrupt`` would not be.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import logging
 import socket
 import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
 from mailnode import __version__, budgets
+from mailnode.config import Settings
 from mailnode.errors import MailnodeError
 from mailnode.node import Node
 
@@ -22,14 +40,24 @@ from mailnode.node import Node
 WORKFLOW_MODULES = ("mailnode.ingress.workflows", "mailnode.outbound.workflows", "mailnode.butler.engine",
                     "mailnode.butler.trigger")
 
+log = logging.getLogger("mailnode.runtime")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
 _lock = threading.Lock()
 _node: Node | None = None
 _launched = False
+_executor_id: str | None = None
 
 
 def system_database_url(node: Node) -> str:
-    """The DBOS system database URL for ``node``: the setting, the node's PostgreSQL, or SQLite in the data dir."""
-    s = node.settings
+    """The DBOS system database URL for ``node`` (``system_database_url_of`` its settings)."""
+    return system_database_url_of(node.settings)
+
+
+def system_database_url_of(s: Settings) -> str:
+    """The DBOS system database URL: the setting, the node's PostgreSQL, or SQLite in the data dir."""
     if s.dbos_system_database_url:
         return s.dbos_system_database_url
     if s.is_postgres:
@@ -51,7 +79,7 @@ def launch(node: Node, role: str = "serve") -> None:
 
     Raises ``E_EXECUTOR_ALREADY_RUNNING`` (500) if this process already launched one.
     """
-    global _node, _launched
+    global _node, _launched, _executor_id
     import importlib
 
     from dbos import DBOS, DBOSConfig
@@ -74,6 +102,41 @@ def launch(node: Node, role: str = "serve") -> None:
         DBOS(config=config)
         DBOS.launch()
         _launched = True
+        _executor_id = config["executor_id"]
+
+
+class ExecutorStopping(BaseException):
+    """This process stopped running a workflow (DBOS's event loop cancelled it); not the workflow's outcome.
+
+    A ``BaseException``, like ``KeyboardInterrupt``: DBOS records an ``Exception`` escaping a workflow as
+    its ERROR outcome and lets anything else pass unrecorded, so the workflow stays PENDING and the next
+    start of an executor with the same id (or ``DBOS.resume_workflow``) recovers it from its last step.
+    """
+
+
+def pending_on_stop(body: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Wrap an async workflow body (under ``@DBOS.workflow()``) so a graceful stop leaves it PENDING.
+
+    ``asyncio.CancelledError`` reaching the body (only ``DBOS.destroy`` cancels workflow tasks; a
+    ``DBOS.cancel_workflow`` raises ``DBOSWorkflowCancelledError`` instead) becomes ``ExecutorStopping``,
+    logged at INFO with the workflow id; every other exception and every result pass through unchanged.
+    The name, module and signature are the body's, so DBOS registers and recovers it under its own name;
+    the wrapper is marked ``stays_pending_on_stop`` (a test finds every async workflow without it).
+    """
+
+    @functools.wraps(body)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await body(*args, **kwargs)
+        except asyncio.CancelledError:
+            from dbos import DBOS
+
+            log.info("workflow.left_pending id=%s name=%s: the executor is stopping; the next start recovers it",
+                     DBOS.workflow_id, body.__name__)
+            raise ExecutorStopping(DBOS.workflow_id) from None
+
+    wrapper.stays_pending_on_stop = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 def current_node() -> Node:
@@ -90,9 +153,51 @@ def is_launched() -> bool:
     return _launched
 
 
+def launched_executor_id() -> str | None:
+    """The executor id this process launched DBOS with (``executor_id``), None outside ``launch``..``shutdown``."""
+    return _executor_id
+
+
+def workflow_statuses(node: Node, workflow_ids: list[str]) -> dict[str, str]:
+    """DBOS's status (``PENDING``, ``ERROR`` ...) of each of ``workflow_ids`` that exists; absent ids are
+    workflows DBOS does not hold. Reads through the launched executor, else through a ``DBOSClient`` over
+    ``system_database_url`` (never creating a SQLite file that does not exist yet).
+
+    Raises ``E_EXECUTOR_UNREADABLE`` (503) when the system database does not exist or cannot be read.
+    """
+    if not workflow_ids:
+        return {}
+    from dbos import DBOS, DBOSClient
+
+    if _launched:
+        found = DBOS.list_workflows(workflow_ids=workflow_ids, load_input=False, load_output=False)
+        return {w.workflow_id: str(w.status) for w in found}
+    url = system_database_url(node)
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        raise _unreadable(url, "the file does not exist (no durable executor has run over this data directory)")
+    try:
+        client = DBOSClient(system_database_url=url, retry_connection_errors=False)
+        try:
+            found = client.list_workflows(workflow_ids=workflow_ids, load_input=False, load_output=False)
+        finally:
+            client.destroy()
+    except Exception as exc:
+        raise _unreadable(url, f"{type(exc).__name__}: {exc}") from exc
+    return {w.workflow_id: str(w.status) for w in found}
+
+
+def _unreadable(url: str, why: str) -> MailnodeError:
+    shown = url.split("@")[-1] if "@" in url else url
+    return MailnodeError(code="E_EXECUTOR_UNREADABLE", what=f"The durable executor's system database ({shown}) "
+                         "could not be read.", why=why,
+                         fix="Start the node once with mailnode serve (it creates the database), or check "
+                             "MAILNODE_DBOS_SYSTEM_DATABASE_URL and MAILNODE_DATABASE_URL.", status=503)
+
+
 def shutdown() -> None:
-    """Destroy DBOS (waits for in-flight steps to stop) and forget the node."""
-    global _node, _launched
+    """Destroy DBOS and forget the node. DBOS's event loop cancels every async workflow, which stays
+    PENDING (``pending_on_stop``) for the next start of this executor id to recover."""
+    global _node, _launched, _executor_id
     from dbos import DBOS
 
     with _lock:
@@ -100,3 +205,4 @@ def shutdown() -> None:
             DBOS.destroy(destroy_registry=False)
         _launched = False
         _node = None
+        _executor_id = None

@@ -12,12 +12,13 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiosmtpd.controller import Controller
 from sqlalchemy import select
 
 from mailnode import runtime
@@ -28,6 +29,7 @@ from mailnode.ingress import workflows as ingress_workflows
 from mailnode.ingress.tables import ingress_receipts
 from mailnode.node import Node
 from tests.conftest import bearer
+from tests.support.served import Served, free_port, served_env
 
 MAILBOX = "support@example.test"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "butlers.md"
@@ -165,3 +167,41 @@ def message(subject: str = "Where is my order?", sender: str = "customer@remote.
         msg[k.replace("_", "-")] = v
     msg.set_content("Hello, order 42 has not arrived.")
     return msg.as_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
+# --- a real `mailnode serve` and a real smarthost (the served tests) -----------------------------------
+
+@dataclass
+class Sink:
+    """An aiosmtpd smarthost that keeps every transaction."""
+
+    received: list[tuple[str, list[str], bytes]] = field(default_factory=list)
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.received.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
+        return "250 2.0.0 Ok: queued"
+
+
+@pytest.fixture
+def sink() -> Iterator[tuple[Sink, int]]:
+    """A real aiosmtpd smarthost on a free loopback port: its handler and port."""
+    handler = Sink()
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield handler, port
+    finally:
+        controller.stop()
+
+
+@pytest.fixture
+def served(tmp_path: Path, database_url: str, sink: tuple[Sink, int]) -> Iterator[Served]:
+    """A ``mailnode serve`` (not started) relaying to ``sink``, with one-second sweeps and a 120 s release gate."""
+    env = served_env(database_url, MAILNODE_MATERIALISE_SCAN_INTERVAL_SECONDS="1",
+                     MAILNODE_DISPATCH_INTERVAL_SECONDS="1", MAILNODE_TRANSPORT="smtp",
+                     MAILNODE_SMTP_RELAY=f"127.0.0.1:{sink[1]}", MAILNODE_SMTP_TLS="none",
+                     MAILNODE_BUTLER_RELEASE_TIMEOUT_SECONDS="120")
+    s = Served(tmp_path / "node", env)
+    yield s
+    s.stop()

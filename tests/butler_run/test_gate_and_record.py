@@ -35,7 +35,8 @@ def test_a_release_timeout_stops_the_run_and_leaves_the_send_releasable(world: W
     # A release after the run ended still releases the send; the ended run is left as it is.
     r = world.api.post(f"/api/sends/{send_id}/release", headers=world.admin)
     assert r.status_code == 200, r.text
-    assert r.json()["release"] == {"send_id": send_id, "state": "held", "run_id": run.id, "resumed": False}
+    assert r.json()["release"] == {"send_id": send_id, "state": "held", "run_id": run.id, "resumed": False,
+                                        "resumption": "run_not_parked"}
     assert _send_state(world, send_id) == ("held", None)
     assert world.wait_run(mid).outcome_reason == "release_timed_out"
 
@@ -63,7 +64,7 @@ def test_a_release_after_the_run_is_gone_still_releases_the_send(world: World) -
     DBOS.delete_workflow(run.id)
     r = world.api.post(f"/api/sends/{send_id}/release", headers=world.admin)
     assert r.status_code == 200, r.text
-    assert r.json()["release"]["resumed"] is False
+    assert (r.json()["release"]["resumed"], r.json()["release"]["resumption"]) == (False, "workflow_gone")
     assert _send_state(world, send_id) == ("held", None)
     gone = world.wait_run(mid)
     assert (gone.state, gone.outcome_reason) == ("finished", "released_after_run_expired")

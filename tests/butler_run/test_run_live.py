@@ -41,7 +41,8 @@ def test_acknowledgement_drafts_proposes_parks_and_a_release_resumes_it(world: W
 
     r = world.api.post(f"/api/sends/{send_id}/release", headers=world.admin)
     assert r.status_code == 200, r.text
-    assert r.json()["release"] == {"send_id": send_id, "state": "held", "run_id": run.id, "resumed": True}
+    assert r.json()["release"] == {"send_id": send_id, "state": "held", "run_id": run.id, "resumed": True,
+                                        "resumption": "delivered"}
     done = world.wait_run(mid)
     assert (done.state, done.outcome_reason, done.effects, done.refusals) == ("finished", None, 2, 0)
     released = _audit(world, "send.released")

@@ -7,57 +7,18 @@ from __future__ import annotations
 import smtplib
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from email import message_from_bytes
 from email.policy import default as default_policy
-from pathlib import Path
-from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 
-from tests.butler_run.conftest import MAILBOX, ack_program, program
+from tests.butler_run.conftest import MAILBOX, Sink, ack_program, program
 from tests.corpus import CORPUS
-from tests.support.served import Served, free_port, served_env
+from tests.support.served import Served
 
 pytestmark = pytest.mark.slow
 
 MAILNODE = [sys.executable, "-m", "mailnode.cli"]
-
-
-@dataclass
-class _Sink:
-    """An aiosmtpd smarthost that keeps every transaction."""
-
-    received: list[tuple[str, list[str], bytes]] = field(default_factory=list)
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        self.received.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
-        return "250 2.0.0 Ok: queued"
-
-
-@pytest.fixture
-def sink() -> Iterator[tuple[_Sink, int]]:
-    handler = _Sink()
-    port = free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield handler, port
-    finally:
-        controller.stop()
-
-
-@pytest.fixture
-def served(tmp_path: Path, database_url: str, sink: tuple[_Sink, int]) -> Iterator[Served]:
-    env = served_env(database_url, MAILNODE_MATERIALISE_SCAN_INTERVAL_SECONDS="1",
-                     MAILNODE_DISPATCH_INTERVAL_SECONDS="1", MAILNODE_TRANSPORT="smtp",
-                     MAILNODE_SMTP_RELAY=f"127.0.0.1:{sink[1]}", MAILNODE_SMTP_TLS="none",
-                     MAILNODE_BUTLER_RELEASE_TIMEOUT_SECONDS="120")
-    s = Served(tmp_path / "node", env)
-    yield s
-    s.stop()
 
 
 def _corpus_message() -> tuple[bytes, str]:
@@ -73,7 +34,7 @@ def _corpus_message() -> tuple[bytes, str]:
 
 
 def test_a_corpus_message_over_smtp_is_answered_to_its_envelope_sender_after_a_release(
-        served: Served, sink: tuple[_Sink, int]) -> None:
+        served: Served, sink: tuple[Sink, int]) -> None:
     served.start()
     served.call("PATCH", f"/api/mailboxes/{served.installed['mailbox_id']}", json={"hold_window_seconds": 0})
     # The acknowledgement replies to the parent, so the Butler reads the parent's mailbox too.

@@ -42,6 +42,8 @@ class Served:
         self.http, self.smtp = free_port(), free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.logs: list[Any] = []
+        #: Every log file this node's processes wrote, in start order (stdout and stderr together).
+        self.log_paths: list[Path] = []
         out = subprocess.run([*MAILNODE, "init", "--data-dir", str(data_dir), "--org", "Example", "--domain",
                               "example.test", "--admin-email", "alex@example.test", "--json"],
                              env=env, check=True, capture_output=True, text=True)
@@ -51,8 +53,10 @@ class Served:
     def start(self, **extra_env: str) -> Served:
         """Start ``mailnode serve`` (with ``extra_env`` on top of the fixture's) and wait for ``/api/health``."""
         # The log file lives as long as the process writing to it; ``stop`` and ``kill9`` close it.
-        log = open(self.data_dir / f"serve-{time.time_ns()}.log", "wb")  # noqa: SIM115
+        path = self.data_dir / f"serve-{time.time_ns()}.log"
+        log = open(path, "wb")  # noqa: SIM115
         self.logs.append(log)
+        self.log_paths.append(path)
         self.proc = subprocess.Popen([*MAILNODE, "serve", "--data-dir", str(self.data_dir), "--http",
                                       f"127.0.0.1:{self.http}", "--smtp", f"127.0.0.1:{self.smtp}"],
                                      env={**self.env, **extra_env}, stdout=log, stderr=subprocess.STDOUT)
@@ -100,12 +104,12 @@ class Served:
         self.proc.wait(10)
         self._close_logs()
 
-    def stop(self) -> int | None:
-        """SIGTERM and wait; the process's exit code (None when it never started)."""
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        """``sig`` (SIGTERM, or SIGINT as Ctrl+C sends) and wait; the exit code (None when it never started)."""
         code = None
         if self.proc is not None:
             if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
+                self.proc.send_signal(sig)
                 self.proc.wait(30)
             code = self.proc.returncode
         self._close_logs()

@@ -1,8 +1,9 @@
 """``POST /api/sends/{id}/release``: a person releases a Butler's send (``butler.release``).
 
 Needs ``send.propose`` on the send's mailbox. 200 ``{"release": {"send_id", "state": "held", "run_id",
-"resumed"}}``: ``run_id`` is the run that sealed it (null when none did) and ``resumed`` whether a
-parked run was told. 409 ``E_SEND_NOT_RELEASABLE`` otherwise (absent, not permitted, another gate, raced).
+"resumed", "resumption"}}``: ``run_id`` is the run that sealed it (null when none did), ``resumption``
+what telling it did (``release.Resumption``), and ``resumed`` true only when it is ``delivered`` (a
+workflow live in this process received the release). 409 ``E_SEND_NOT_RELEASABLE`` otherwise (absent, not permitted, another gate, raced).
 The dispatcher is woken for the send's ``release_at``.
 """
 
@@ -25,6 +26,7 @@ def release_send(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, An
     with node.begin() as conn:
         done = release.release_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                     at=node.clock.now(), send_id=send_id)
-    resumed = release.tell_run(node, done, caller.principal_id)
+    told = release.tell_run(node, done, caller.principal_id)
     wake(send_id, max(0.0, (done.release_at - node.clock.now()).total_seconds()))
-    return {"release": {"send_id": send_id, "state": "held", "run_id": done.run_id, "resumed": resumed}}
+    return {"release": {"send_id": send_id, "state": "held", "run_id": done.run_id,
+                        "resumed": told is release.Resumption.DELIVERED, "resumption": told.value}}

@@ -41,6 +41,10 @@ statements + the node type's reservation (``cost.RUNTIME_RESERVATIONS``) must no
 the run ends ``refused/budget_exhausted`` having performed what came before. A non-Butler exception
 ends the run ``failed/engine_fault`` (logged with its traceback) and is not re-raised, so nothing
 retries an effect.
+
+A graceful stop of the process (SIGTERM, Ctrl+C) leaves a run's workflow PENDING wherever it is (parked
+on a release, inside a ``wait``, between steps: ``runtime.pending_on_stop``), and the next start of the
+same executor resumes it from its last recorded step, as after ``kill -9``.
 """
 
 from __future__ import annotations
@@ -225,6 +229,7 @@ def _counts(state: str, reason: str | None, nodes: int = 0, ok: int = 0, refused
 
 
 @DBOS.workflow()
+@runtime.pending_on_stop
 async def run_butler(run_id: str) -> dict[str, Any]:
     """Run one Butler run to its end; returns ``{state, reason, nodes_executed, effects, refusals}``.
 

@@ -5,9 +5,16 @@ manifest first: one conditional update moves ``awaiting/butler_release_required`
 ``release_at`` at least the mailbox's hold window after the release (the person's chance to cancel runs
 from their act, not from the seal), the recipients follow, and ``send.released`` is audited naming
 the person, in one transaction. Only then is the run that sealed it told (``tell_run``), so a send stays
-releasable after its run is gone: a run still parked is sent the release on its topic and resumes; a
-run whose workflow no longer exists is ended ``finished/released_after_run_expired``; a run that
-already ended (``stopped/release_timed_out``) is left as it is.
+releasable after its run is gone. What telling did is a ``Resumption`` (``decide_resumption``, pure,
+from the run's state and its DBOS workflow's status): a parked run whose workflow is live is sent the
+release on its topic (``delivered`` when the workflow belongs to this process, ``delivered_elsewhere``
+when another executor holds it, ``awaiting_recovery`` while it waits for an executor to pick it up,
+``other_version`` when another mailnode version started it);
+DBOS keeps the message, so the run reads it whenever its workflow next runs. A run whose workflow no
+longer exists is ended ``finished/released_after_run_expired`` (``workflow_gone``); a run whose workflow
+has ended while its record still waits is told nothing (``workflow_ended``: nothing would read it, and
+doctor's ``butler_runs_stuck`` lists the run); a run not parked (``stopped/release_timed_out``) is left
+as it is (``run_not_parked``).
 
 Who may release: whoever holds ``send.propose`` on the send's mailbox, the authority that composing
 it would have needed. Absent, another organisation's, gated for another reason (a policy hold),
@@ -20,19 +27,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from mailnode import audit, budgets, runtime
+from mailnode import __version__, audit, budgets, runtime
 from mailnode.authz import holds
 from mailnode.butler import record
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict
 from mailnode.ids import is_id
+from mailnode.mail.tables import mailboxes
 from mailnode.node import Node
 from mailnode.outbound.states import SendState, StateReason
-from mailnode.mail.tables import mailboxes
 from mailnode.outbound.tables import send_manifests, send_recipients
 
 log = logging.getLogger("mailnode.butler")
@@ -91,17 +99,95 @@ def release_send(conn: Connection, *, org_id: str, principal_id: str, at: dateti
     return Released(send_id, row.mailbox_id, release_at, run.run_id if run else None, run.state if run else None)
 
 
-def tell_run(node: Node, released: Released, by: str) -> bool:
-    """Tell the parked run its send was released; True when a parked run was sent the release.
+class Resumption(str, Enum):
+    """What telling a run about its send's release did (the answer's ``resumption``)."""
 
-    A run whose workflow is gone is ended ``finished/released_after_run_expired``; a run that is not
-    parked, or a process without a durable executor, is not told (the send is released regardless).
+    #: The run's workflow is live in this process and was sent the release: it resumes now.
+    DELIVERED = "delivered"
+    #: The run's workflow is PENDING under another executor id and was sent the release: it resumes there,
+    #: at once if that process is running, else when a process with that executor id starts again.
+    DELIVERED_ELSEWHERE = "delivered_elsewhere"
+    #: The run's workflow waits for an executor to pick it up (DBOS ``ENQUEUED`` or ``DELAYED``, as during
+    #: start-up recovery) and was sent the release: it resumes when it is picked up.
+    AWAITING_RECOVERY = "awaiting_recovery"
+    #: The run's workflow was started by another mailnode version, which no process of this version runs
+    #: (docs/operations.md, upgrading): the release is stored; the run walks on only under that version.
+    OTHER_VERSION = "other_version"
+    #: The run's workflow has ended (``ERROR``, ``CANCELLED``, ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``,
+    #: ``SUCCESS``) while its record still waits: nothing would read a release; not told.
+    WORKFLOW_ENDED = "workflow_ended"
+    #: The run's workflow no longer exists: the run is ended ``finished/released_after_run_expired``.
+    WORKFLOW_GONE = "workflow_gone"
+    #: The run is not parked on a release (it ended, for instance ``stopped/release_timed_out``): not told.
+    RUN_NOT_PARKED = "run_not_parked"
+    #: No Butler run sealed this send.
+    NO_RUN = "no_run"
+    #: This process has no durable executor, so the run was not told (it waits until its release times out).
+    NO_EXECUTOR = "no_executor"
+
+
+#: Workflow statuses in which a workflow still runs, or will, and so reads a message sent to it.
+_LIVE_WORKFLOW = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
+#: The resumptions for which the release is sent on the run's topic.
+SENDS = frozenset({Resumption.DELIVERED, Resumption.DELIVERED_ELSEWHERE, Resumption.AWAITING_RECOVERY,
+                   Resumption.OTHER_VERSION})
+
+
+def decide_resumption(run_id: str | None, run_state: str | None, launched: bool, workflow_status: str | None,
+                      workflow_executor: str | None, own_executor: str, workflow_version: str | None = None,
+                      own_version: str | None = None) -> Resumption:
+    """Whether and how the run that sealed a released send is told (pure).
+
+    ``workflow_status`` is DBOS's status of the run's workflow (None: no such workflow),
+    ``workflow_executor`` the executor id that last ran it and ``workflow_version`` the application version
+    that started it; ``own_executor`` and ``own_version`` are this process's. A status this function has
+    never seen is treated as ended (fails closed: nothing claims a resumption).
     """
-    if released.run_id is None or released.run_state != "awaiting_release":
-        return False
-    if not runtime.is_launched():
+    if run_id is None:
+        return Resumption.NO_RUN
+    if run_state != "awaiting_release":
+        return Resumption.RUN_NOT_PARKED
+    if not launched:
+        return Resumption.NO_EXECUTOR
+    if workflow_status is None:
+        return Resumption.WORKFLOW_GONE
+    if workflow_status not in _LIVE_WORKFLOW:
+        return Resumption.WORKFLOW_ENDED
+    if workflow_version is not None and workflow_version != own_version:
+        return Resumption.OTHER_VERSION
+    if workflow_status != "PENDING":
+        return Resumption.AWAITING_RECOVERY
+    return Resumption.DELIVERED if workflow_executor == own_executor else Resumption.DELIVERED_ELSEWHERE
+
+
+def tell_run(node: Node, released: Released, by: str) -> Resumption:
+    """Tell the run that sealed ``released`` its send was released; what was done (``decide_resumption``).
+
+    Reads the run's DBOS workflow status (one system-database read), sends the release on the run's
+    topic when the workflow is live, and ends a run whose workflow is gone
+    ``finished/released_after_run_expired``. The send is released whatever this returns.
+    """
+    launched = runtime.is_launched()
+    status: str | None = None
+    executor: str | None = None
+    version: str | None = None
+    if launched and released.run_id is not None and released.run_state == "awaiting_release":
+        from dbos import DBOS
+
+        found = DBOS.get_workflow_status(released.run_id)
+        if found is not None:
+            status, executor, version = str(found.status), found.executor_id, found.app_version
+    decided = decide_resumption(released.run_id, released.run_state, launched, status, executor,
+                                runtime.launched_executor_id() or "", version, __version__)
+    if decided is Resumption.NO_EXECUTOR:
         log.warning("butler.release_not_told run=%s: no durable executor in this process", released.run_id)
-        return False
+    elif decided is Resumption.WORKFLOW_ENDED:
+        log.warning("butler.release_not_told run=%s workflow_status=%s: the run's workflow has ended, nothing "
+                    "would read the release; see doctor's butler_runs_stuck", released.run_id, status)
+    elif decided is Resumption.WORKFLOW_GONE:
+        return _expire(node, str(released.run_id))
+    if decided not in SENDS:
+        return decided
     from dbos import DBOS
     from dbos._error import DBOSNonExistentWorkflowError
 
@@ -109,10 +195,15 @@ def tell_run(node: Node, released: Released, by: str) -> bool:
 
     message: dict[str, Any] = {"send_id": released.send_id, "by": by, "at": node.clock.now().isoformat()}
     try:
-        DBOS.send(released.run_id, message, topic=release_topic(released.send_id))
+        DBOS.send(str(released.run_id), message, topic=release_topic(released.send_id))
     except DBOSNonExistentWorkflowError:
-        with node.begin() as conn:
-            record.abandon(conn, released.run_id, state="finished", reason="released_after_run_expired",
-                           at=node.clock.now())
-        return False
-    return True
+        # Deleted between the status read and the send.
+        return _expire(node, str(released.run_id))
+    return decided
+
+
+def _expire(node: Node, run_id: str) -> Resumption:
+    """End a parked run whose workflow no longer exists; ``Resumption.WORKFLOW_GONE``."""
+    with node.begin() as conn:
+        record.abandon(conn, run_id, state="finished", reason="released_after_run_expired", at=node.clock.now())
+    return Resumption.WORKFLOW_GONE

@@ -12,6 +12,11 @@ loop detector can see anything at all (seed 003 "What doctor says, and the hard 
   replies); otherwise ``armed: false, reason: no_threaded_replies``, degraded only when a Butler has
   also proposed a send (before that nothing could loop, and a permanent warning on a new node would be
   a muted check).
+- ``butler_runs_stuck``: each live run (``running``, ``awaiting_release``) that nothing will move, with
+  its id, why (``workflow_missing``, ``workflow_ended``, ``past_deadline``: ``butler.stuck``) and how long
+  it has been in its state (degraded: the mail that started it waits for nobody). DBOS's workflow
+  statuses are read through ``runtime.workflow_statuses``; when they cannot be read, only deadlines are
+  judged, and with none passed the finding is ``not observed``, never ok.
 
 Each takes ``(node, org_id)``, reads, and returns one ``Finding``.
 """
@@ -22,11 +27,14 @@ from typing import Any
 
 from sqlalchemy import exists, func, select
 
-from mailnode.butler import pause
-from mailnode.butler.run_tables import butler_pauses, butler_run_effects, butler_runs
+from mailnode import budgets, runtime
+from mailnode.butler import pause, stuck
+from mailnode.butler.check import check
+from mailnode.butler.run_tables import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.butler.trigger import listening_on
-from mailnode.doctor.findings import Concern, Finding, Item, Severity, listed
+from mailnode.doctor.findings import Concern, Finding, Item, Severity, listed, not_observed
+from mailnode.errors import MailnodeError
 from mailnode.mail.message_tables import messages
 from mailnode.node import Node
 
@@ -143,9 +151,89 @@ def butler_loop_detection(node: Node, org_id: str | None) -> Finding:
                    "has proposed a send", data=data)
 
 
+def _live_runs(conn: Any, org_id: str) -> list[stuck.RunFacts]:
+    """The organisation's live runs, oldest state first (at most ``BUTLER_RUN_STUCK_SCAN_MAX`` + 1), each
+    with its program's ``wait_bound_seconds`` (None when the stored program does not check)."""
+    r = butler_runs.c
+    rows = conn.execute(select(r.id, r.butler_id, r.state, r.state_at, r.version_id, butler_versions.c.ast_json)
+                        .join(butler_versions, butler_versions.c.id == r.version_id)
+                        .where(r.org_id == org_id, r.state.in_(LIVE_STATES))
+                        .order_by(r.state_at, r.id).limit(budgets.BUTLER_RUN_STUCK_SCAN_MAX + 1)).all()
+    bounds: dict[str, int | None] = {}
+    for row in rows:
+        if row.version_id not in bounds:
+            checked = check(row.ast_json)
+            bounds[row.version_id] = (stuck.wait_bound_seconds(checked.ast.nodes)
+                                      if checked.ok and checked.ast is not None else None)
+    return [stuck.RunFacts(row.id, row.butler_id, row.state, row.state_at, bounds[row.version_id]) for row in rows]
+
+
+_STUCK_WHY = {
+    "workflow_missing": "its durable workflow no longer exists",
+    "workflow_ended": "its durable workflow ended ({status}) while the run still waits",
+    "past_deadline": "past its deadline {deadline} with its workflow {status}",
+}
+_SHOWN = 10
+
+
+def butler_runs_stuck(node: Node, org_id: str | None) -> Finding:
+    """Live Butler runs that nothing will move: their workflow is gone or ended, or they are past the
+    longest their own program allows (``butler.stuck``), with ids and ages."""
+    name = "butler_runs_stuck"
+    if org_id is None:
+        return _no_org(name)
+    with node.read() as conn:
+        runs = _live_runs(conn, org_id)
+    examined = runs[: budgets.BUTLER_RUN_STUCK_SCAN_MAX]
+    more = len(runs) > len(examined)
+    if not examined:
+        return Finding(name, Severity.DEGRADED, True, "no live Butler runs, so none is stuck",
+                       data={"live": 0, "stuck": []})
+    unread: str | None = None
+    try:
+        statuses = runtime.workflow_statuses(node, [run.run_id for run in examined])
+    except MailnodeError as exc:
+        unread, statuses = f"{exc.what} {exc.why}", {}
+    facts = stuck.WorkflowFacts(observed=False) if unread else None
+    now = node.clock.now()
+    timeout = node.settings.butler_release_timeout_seconds
+    found = [s for run in examined
+             if (s := stuck.decide(run, facts or stuck.WorkflowFacts(True, statuses.get(run.run_id)), now, timeout))]
+    data: dict[str, Any] = {"live": len(examined), "examined_all": not more, "statuses_read": unread is None,
+                            "stuck": [s.to_json() for s in found]}
+    scope = (f"the {len(examined)} oldest live runs (more exist; BUTLER_RUN_STUCK_SCAN_MAX)" if more
+             else f"{len(examined)} live runs")
+    if not found:
+        if unread:
+            return not_observed(name, f"the durable workflows of {scope} could not be read ({unread}); none is "
+                                      "past its deadline", "Run mailnode doctor where the node's system database "
+                                      "is reachable.", data)
+        return Finding(name, Severity.DEGRADED, True,
+                       f"{scope}, each with a live durable workflow and within its deadline", data=data)
+    shown = "; ".join(
+        f"run {s.run_id} ({s.state} for {s.age_seconds} s): "
+        + _STUCK_WHY[s.why].format(status=s.workflow_status or "unread", deadline=s.deadline.isoformat())
+        for s in found[:_SHOWN])
+    if len(found) > _SHOWN:
+        shown += f"; and {len(found) - _SHOWN} more (data.stuck)"
+    why = {s.why for s in found}
+    fix = []
+    if why & {"workflow_missing", "workflow_ended"}:
+        fix.append("Nothing will walk a run whose workflow is gone or ended: its mail is filed and answerable by "
+                   "hand, and a send it proposed stays releasable and cancellable (POST /api/sends/{id}/release, "
+                   "/cancel). A CANCELLED workflow resumes from its last step with dbos workflow resume <run id> "
+                   "-s <system database URL>; read the node's log for the run id to see why one ended.")
+    if "past_deadline" in why:
+        fix.append("A live workflow past its deadline is run by no process: start the process whose executor id "
+                   "last ran it (MAILNODE_EXECUTOR_ID; the default is serve-<host name>), or, after an upgrade, "
+                   "see docs/operations.md on runs parked across versions.")
+    return Finding(name, Severity.DEGRADED, False, f"{len(found)} of {scope} stuck: {shown}", " ".join(fix), data)
+
+
 #: The Butler checks, in report order (registered in ``doctor.checks.CHECKS``).
 BUTLER_CHECKS = {
     "butler_paused": butler_paused,
     "butler_run_silence": butler_run_silence,
     "butler_loop_detection": butler_loop_detection,
+    "butler_runs_stuck": butler_runs_stuck,
 }

@@ -44,6 +44,7 @@ def scheduled_sweep(scheduled_at: datetime, context: object) -> None:
 
 
 @DBOS.workflow()
+@runtime.pending_on_stop
 async def wake_workflow(delay_seconds: float) -> int:
     """Sleep durably for ``delay_seconds`` (an async wait holds no thread), then sweep once."""
     if delay_seconds > 0:
