@@ -30,8 +30,6 @@ DBOS_NOTIFICATION_POLL_SECONDS = 0.05
 
 #: Audit detail JSON over this many UTF-8 bytes is replaced by a truncation record (reference: 2048).
 AUDIT_MAX_DETAIL_BYTES = 2048
-#: Attempts to append on a sequence race before the act fails (reference: APPEND_ATTEMPTS = 5).
-AUDIT_APPEND_ATTEMPTS = 5
 #: Rows per page when verifying the chain (reference: audit.verify_batch = 1000).
 AUDIT_VERIFY_BATCH = 1000
 #: ``GET /api/audit`` answers at most this many rows per page (reference: newest 200).
@@ -75,6 +73,11 @@ DISPATCH_LEASE_SECONDS = 300
 #: transport said so (retry-after). Sized: a smarthost's 4xx usually clears within minutes.
 DISPATCH_BACKOFF_BASE_SECONDS = 30
 DISPATCH_BACKOFF_MAX_SECONDS = 3600
+#: Attempts at writing what the transport answered (the recipient's outcome, then the send's aggregate and
+#: its audit entry) when the database fails transiently (a PostgreSQL deadlock or serialization failure,
+#: SQLite's busy timeout). Sized: each is one short transaction whose only contention is other writers; 3
+#: rides out a deadlock victim's retry twice, and the lapsed-claim recovery resolves the rest (issue 14 item 10).
+DISPATCH_RECORD_ATTEMPTS = 3
 #: Distinct recipients one send may carry (sized: correspondence, not a list server; the reference has none).
 SEND_RECIPIENTS_MAX = 100
 #: Longest Subject a send or draft may carry, in characters. RFC 5322 §2.1.1: a line is at most 998
