@@ -121,14 +121,14 @@ def entry_hash(prev_hash: str, seq: int, at: datetime, actor_id: str | None, act
 def chain_lock_key(org_id: str) -> int:
     """The PostgreSQL advisory lock key of ``org_id``'s chain: the first 8 bytes of
     ``sha256("mailnode.audit:" + org_id)`` as a signed 64-bit integer (``pg_advisory_xact_lock(bigint)``). Pure."""
-    digest = hashlib.sha256(f"mailnode.audit:{org_id}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"mailnode.audit:{org_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
 #: The organisations whose chain lock each open transaction holds (PostgreSQL), so a transaction that
 #: appends several entries asks for the lock once. Keyed weakly on the root transaction: the entry goes
 #: with the transaction, and the lock with its end.
-_CHAIN_LOCKS_HELD: "WeakKeyDictionary[RootTransaction, set[str]]" = WeakKeyDictionary()
+_CHAIN_LOCKS_HELD: WeakKeyDictionary[RootTransaction, set[str]] = WeakKeyDictionary()
 
 
 def lock_chain(conn: Connection, org_id: str) -> None:

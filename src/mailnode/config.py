@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
