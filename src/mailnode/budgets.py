@@ -84,6 +84,9 @@ SEND_RECIPIENTS_MAX = 100
 #: characters; the renderer folds a longer Subject over several lines, but no reader shows one that long, and
 #: Resend documents no limit of its own (spec/resend.md §1.2), so one line's worth is the bound.
 SEND_SUBJECT_MAX_CHARS = 998
+#: Longest idempotency key a caller may seal under (POST /api/mail, POST /api/sends), in characters. Resend's
+#: own bound on its Idempotency-Key header (spec/resend.md), so a key taken here is one the provider takes.
+IDEMPOTENCY_KEY_MAX_CHARS = 256
 #: Largest typed body a send or draft may carry, in UTF-8 bytes: a quarter of MESSAGE_MAX_BYTES. The 7-bit
 #: rendering may cost over 3 octets per body octet (quoted-printable of non-ASCII text: "=XX" plus a soft
 #: break every 76 characters), and the rendered message must fit what this node and the common receivers
