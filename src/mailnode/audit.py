@@ -21,8 +21,8 @@ Deadlock-freedom: the chain lock is taken by the first append of a transaction, 
 the rows they record are written, so a transaction holding the chain lock waits only for rows no other
 appender locks first (its own rows, or new ones). A transaction must not, after its first append, update
 a shared row that other transactions update before appending (doing so could deadlock, and PostgreSQL
-would abort one of them). Before this design, appends raced on ``seq`` and retried in a savepoint, and
-failed with a 503 under load (issue 14 item 10).
+would abort one of them with a deadlock error). The seal, dispatch and claim recovery keep the rule:
+each transaction updates only its own send before an append, and after it only inserts.
 
 ``actor_kind`` is derived from the actor id: ``usr_`` user, ``btl_`` butler, ``app_`` application, none
 node; ``installer`` is given explicitly by ``mailnode init``.
@@ -134,25 +134,19 @@ _CHAIN_LOCKS_HELD: WeakKeyDictionary[RootTransaction, set[str]] = WeakKeyDiction
 def lock_chain(conn: Connection, org_id: str) -> None:
     """Hold ``org_id``'s chain lock until the caller's transaction ends (see the module docstring).
 
-    PostgreSQL: one ``pg_advisory_xact_lock`` statement, the first time in a transaction; SQLite: none
-    (``BEGIN IMMEDIATE`` already made this transaction the only writer). Raises ``E_AUDIT_NO_TRANSACTION``
-    (500) when ``conn`` has no transaction: a lock outside one would be released at once.
+    PostgreSQL: one ``pg_advisory_xact_lock`` statement, the first time in a transaction (a connection
+    without one begins it, as any statement would); SQLite: none (``BEGIN IMMEDIATE`` already made this
+    transaction the only writer).
     """
     if conn.dialect.name != "postgresql":
         return
     txn = conn.get_transaction()
-    if txn is None or not isinstance(txn, RootTransaction):
-        raise MailnodeError(code="E_AUDIT_NO_TRANSACTION",
-                            what="An audit entry was appended outside a transaction.",
-                            why="An entry is written in the transaction of the act it records, under the chain "
-                                "lock that transaction holds until it ends.",
-                            fix="This is a defect in mailnode; report it with the action.", status=500,
-                            detail={"org_id": org_id})
-    held = _CHAIN_LOCKS_HELD.setdefault(txn, set())
-    if org_id in held:
+    if txn is not None and org_id in _CHAIN_LOCKS_HELD.get(txn, ()):
         return
     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": chain_lock_key(org_id)})
-    held.add(org_id)
+    txn = conn.get_transaction()
+    if txn is not None:
+        _CHAIN_LOCKS_HELD.setdefault(txn, set()).add(org_id)
 
 
 def append(

@@ -37,7 +37,7 @@ recipient's outcome and the send's aggregate (with its audit entry) are each wri
 transaction of their own, retried up to ``budgets.DISPATCH_RECORD_ATTEMPTS`` times on a transient
 database error (``sqlalchemy.exc.OperationalError``: a deadlock, a serialization failure, SQLite's busy
 timeout). A send the transport accepted is therefore recorded ``handed_over``, never left
-``outcome_unknown`` because a write after the hand-over failed once (issue 14 item 10); if every attempt
+``outcome_unknown`` because a write after the hand-over failed once; if every attempt
 fails the error propagates (logged with the answer that was not recorded) and the lapsed claim is
 resolved from the recipients' rows by ``recover_claims``.
 
@@ -540,9 +540,12 @@ def recover_claims(node: Node, caps: TransportCapabilities, *, own_executor_id: 
         cond = or_(cond, and_(send_manifests.c.state == SendState.OUTCOME_UNKNOWN.value,
                               func.substr(send_manifests.c.claim_token, 1, len(prefix)) == prefix))
     recovered = 0
-    with node.begin() as conn:
+    with node.read() as conn:
         rows = conn.execute(select(send_manifests).where(cond).limit(limit)).all()
-        for row in rows:
+    # One transaction per send (each guarded by its claim token): a transaction that has appended to the
+    # audit chain updates no other send afterwards, so two recoverers cannot deadlock on the chain lock.
+    for row in rows:
+        with node.begin() as conn:
             if recover_one(conn, row, now, dedup_window_open(caps, row.first_attempt_at, now)):
                 recovered += 1
     if recovered:
