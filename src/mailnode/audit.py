@@ -3,8 +3,26 @@
 An entry is written in the same transaction as the state change it records, so a record exists if and
 only if the act happened. Each entry's ``hash`` is ``sha256_hex(prev_hash + canonical)`` where
 ``canonical`` joins ``seq, at, actor_id, actor_kind, action, subject, outcome, detail`` with U+001F
-(the genesis ``prev_hash`` is 64 zeros). ``seq`` is unique per organisation; a race on it (two writers
-read the same tip) is retried inside a savepoint up to ``budgets.AUDIT_APPEND_ATTEMPTS`` times.
+(the genesis ``prev_hash`` is 64 zeros). ``seq`` is unique per organisation (``uq_audit_entries_org_seq``).
+
+Appends serialise per organisation instead of racing for the tip: the appending transaction reads the
+tip only once it holds the organisation's chain lock, which it keeps until it commits or rolls back, so
+no other writer can take the same ``seq`` and an append never fails under concurrency.
+
+- PostgreSQL: ``pg_advisory_xact_lock(chain_lock_key(org_id))`` before the tip is read (a separate
+  statement, so the tip read's READ COMMITTED snapshot is taken after the lock is granted), once per
+  transaction and organisation. Like SQLite's ``BEGIN IMMEDIATE`` it is transaction control, not counted
+  by the statement meter (``db.meter``), so statement budgets read the same on both databases. Different
+  organisations never wait for each other.
+- SQLite: writers are already serialised by ``BEGIN IMMEDIATE`` (``db.engine``): the write lock is taken
+  when the transaction begins, so its tip read cannot be stale.
+
+Deadlock-freedom: the chain lock is taken by the first append of a transaction, and appends come after
+the rows they record are written, so a transaction holding the chain lock waits only for rows no other
+appender locks first (its own rows, or new ones). A transaction must not, after its first append, update
+a shared row that other transactions update before appending (doing so could deadlock, and PostgreSQL
+would abort one of them with a deadlock error). The seal, dispatch and claim recovery keep the rule:
+each transaction updates only its own send before an append, and after it only inserts.
 
 ``actor_kind`` is derived from the actor id: ``usr_`` user, ``btl_`` butler, ``app_`` application, none
 node; ``installer`` is given explicitly by ``mailnode init``.
@@ -17,9 +35,10 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
+from weakref import WeakKeyDictionary
 
-from sqlalchemy import Column, Connection, ForeignKey, Index, Integer, String, Table, Text, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Column, Connection, ForeignKey, Index, Integer, String, Table, Text, select, text
+from sqlalchemy.engine import RootTransaction
 
 from mailnode import budgets
 from mailnode.clock import utc
@@ -99,6 +118,37 @@ def entry_hash(prev_hash: str, seq: int, at: datetime, actor_id: str | None, act
     return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
 
 
+def chain_lock_key(org_id: str) -> int:
+    """The PostgreSQL advisory lock key of ``org_id``'s chain: the first 8 bytes of
+    ``sha256("mailnode.audit:" + org_id)`` as a signed 64-bit integer (``pg_advisory_xact_lock(bigint)``). Pure."""
+    digest = hashlib.sha256(f"mailnode.audit:{org_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+#: The organisations whose chain lock each open transaction holds (PostgreSQL), so a transaction that
+#: appends several entries asks for the lock once. Keyed weakly on the root transaction: the entry goes
+#: with the transaction, and the lock with its end.
+_CHAIN_LOCKS_HELD: WeakKeyDictionary[RootTransaction, set[str]] = WeakKeyDictionary()
+
+
+def lock_chain(conn: Connection, org_id: str) -> None:
+    """Hold ``org_id``'s chain lock until the caller's transaction ends (see the module docstring).
+
+    PostgreSQL: one ``pg_advisory_xact_lock`` statement, the first time in a transaction (a connection
+    without one begins it, as any statement would); SQLite: none (``BEGIN IMMEDIATE`` already made this
+    transaction the only writer).
+    """
+    if conn.dialect.name != "postgresql":
+        return
+    txn = conn.get_transaction()
+    if txn is not None and org_id in _CHAIN_LOCKS_HELD.get(txn, ()):
+        return
+    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": chain_lock_key(org_id)})
+    txn = conn.get_transaction()
+    if txn is not None:
+        _CHAIN_LOCKS_HELD.setdefault(txn, set()).add(org_id)
+
+
 def append(
     conn: Connection,
     *,
@@ -113,40 +163,29 @@ def append(
 ) -> str:
     """Append one entry inside the caller's transaction and return its id.
 
-    Raises ``E_AUDIT_APPEND_RACED`` (503) when the sequence race persists past the retry budget; the
-    caller's transaction then rolls back, so the act does not happen without its record.
+    Takes the organisation's chain lock first (``lock_chain``), then reads the tip and inserts: 2
+    statements (and the lock, on PostgreSQL, once per transaction). Never fails because another writer
+    appended concurrently; a failure of the insert itself (the database's error) propagates and the
+    caller's transaction rolls back, so the act does not happen without its record.
     """
     kind = actor_kind or actor_kind_of(actor_id)
     detail_text = _detail_text(detail)
-    for _ in range(budgets.AUDIT_APPEND_ATTEMPTS):
-        tip = conn.execute(
-            select(audit_entries.c.seq, audit_entries.c.hash)
-            .where(audit_entries.c.org_id == org_id)
-            .order_by(audit_entries.c.seq.desc())
-            .limit(1)
-        ).first()
-        seq = (tip.seq + 1) if tip else 1
-        prev = tip.hash if tip else GENESIS
-        entry_id = new_id("aud")
-        row = dict(
-            id=entry_id, org_id=org_id, seq=seq, at=at, actor_id=actor_id, actor_kind=kind, action=action,
-            subject=subject, outcome=outcome, detail=detail_text, prev_hash=prev,
-            hash=entry_hash(prev, seq, at, actor_id, kind, action, subject, outcome, detail_text),
-        )
-        try:
-            with conn.begin_nested():
-                conn.execute(audit_entries.insert().values(**row))
-            return entry_id
-        except IntegrityError:
-            continue
-    raise MailnodeError(
-        code="E_AUDIT_APPEND_RACED",
-        what="The audit entry could not be appended; the act was not carried out.",
-        why=f"Other writers took the next sequence number {budgets.AUDIT_APPEND_ATTEMPTS} times in a row.",
-        fix="Retry the request.",
-        status=503,
-        detail={"action": action},
-    )
+    lock_chain(conn, org_id)
+    tip = conn.execute(
+        select(audit_entries.c.seq, audit_entries.c.hash)
+        .where(audit_entries.c.org_id == org_id)
+        .order_by(audit_entries.c.seq.desc())
+        .limit(1)
+    ).first()
+    seq = (tip.seq + 1) if tip else 1
+    prev = tip.hash if tip else GENESIS
+    entry_id = new_id("aud")
+    conn.execute(audit_entries.insert().values(
+        id=entry_id, org_id=org_id, seq=seq, at=at, actor_id=actor_id, actor_kind=kind, action=action,
+        subject=subject, outcome=outcome, detail=detail_text, prev_hash=prev,
+        hash=entry_hash(prev, seq, at, actor_id, kind, action, subject, outcome, detail_text),
+    ))
+    return entry_id
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,6 @@ DBOS_NOTIFICATION_POLL_SECONDS = 0.05
 
 #: Audit detail JSON over this many UTF-8 bytes is replaced by a truncation record (reference: 2048).
 AUDIT_MAX_DETAIL_BYTES = 2048
-#: Attempts to append on a sequence race before the act fails (reference: APPEND_ATTEMPTS = 5).
-AUDIT_APPEND_ATTEMPTS = 5
 #: Rows per page when verifying the chain (reference: audit.verify_batch = 1000).
 AUDIT_VERIFY_BATCH = 1000
 #: ``GET /api/audit`` answers at most this many rows per page (reference: newest 200).
@@ -81,12 +79,20 @@ DISPATCH_LEASE_SECONDS = 300
 #: transport said so (retry-after). Sized: a smarthost's 4xx usually clears within minutes.
 DISPATCH_BACKOFF_BASE_SECONDS = 30
 DISPATCH_BACKOFF_MAX_SECONDS = 3600
+#: Attempts at writing what the transport answered (the recipient's outcome, then the send's aggregate and
+#: its audit entry) when the database fails transiently (a PostgreSQL deadlock or serialization failure,
+#: SQLite's busy timeout). Sized: each is one short transaction whose only contention is other writers; 3
+#: rides out a deadlock victim's retry twice, and the lapsed-claim recovery resolves the rest (issue 14 item 10).
+DISPATCH_RECORD_ATTEMPTS = 3
 #: Distinct recipients one send may carry (sized: correspondence, not a list server; the reference has none).
 SEND_RECIPIENTS_MAX = 100
 #: Longest Subject a send or draft may carry, in characters. RFC 5322 §2.1.1: a line is at most 998
 #: characters; the renderer folds a longer Subject over several lines, but no reader shows one that long, and
 #: Resend documents no limit of its own (spec/resend.md §1.2), so one line's worth is the bound.
 SEND_SUBJECT_MAX_CHARS = 998
+#: Longest idempotency key a caller may seal under (POST /api/mail, POST /api/sends), in characters. Resend's
+#: own bound on its Idempotency-Key header (spec/resend.md), so a key taken here is one the provider takes.
+IDEMPOTENCY_KEY_MAX_CHARS = 256
 #: Largest typed body a send or draft may carry, in UTF-8 bytes: a quarter of MESSAGE_MAX_BYTES. The 7-bit
 #: rendering may cost over 3 octets per body octet (quoted-printable of non-ASCII text: "=XX" plus a soft
 #: break every 76 characters), and the rendered message must fit what this node and the common receivers

@@ -4,12 +4,20 @@ Precedence (highest first): explicit keyword arguments (the CLI's flags), ``MAIL
 variables, ``<data_dir>/mailnode.toml`` (or ``MAILNODE_CONFIG_FILE``), the defaults below. Every option
 is documented in ``docs/configuration.md``. Settings are passed into constructors, never read from a
 global.
+
+A name the node does not know stops start-up (``load_settings``, ``E_SETTING_UNKNOWN``) instead of being
+ignored: a mistyped ``MAILNODE_*`` environment variable or TOML key would otherwise leave its setting at
+the default without a word. Known are the settings below, ``MAILNODE_CONFIG_FILE``, and the variables the
+CLI's client commands read (``CLIENT_VARIABLES``); names under ``MAILNODE_TEST_`` (``TEST_PREFIX``) belong
+to the test suite and CI and are never read by the node.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -18,7 +26,16 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
 from mailnode import budgets
-from mailnode.errors import invalid
+from mailnode.errors import MailnodeError, invalid
+
+#: The prefix of every setting's environment variable.
+ENV_PREFIX = "MAILNODE_"
+#: Reserved for the test suite and CI (``MAILNODE_TEST_DB``, ``MAILNODE_TEST_PG_URL``,
+#: ``MAILNODE_TEST_REQUIRE_PG``): never a setting, never refused.
+TEST_PREFIX = "MAILNODE_TEST_"
+#: ``MAILNODE_*`` variables that are not settings but are read by name: the settings file's path
+#: (``load_settings``) and the node a client command talks to (``mailnode butler``: ``--url``, ``--token``).
+CLIENT_VARIABLES: tuple[str, ...] = ("MAILNODE_CONFIG_FILE", "MAILNODE_TOKEN", "MAILNODE_URL")
 
 
 def _hostport(value: str, field: str) -> tuple[str, int]:
@@ -38,7 +55,9 @@ def _hostport(value: str, field: str) -> tuple[str, int]:
 class Settings(BaseSettings):
     """Node settings. Field names map to ``MAILNODE_<NAME>`` environment variables."""
 
-    model_config = SettingsConfigDict(env_prefix="MAILNODE_", extra="ignore")
+    # ``extra="ignore"`` here because the refusal of unknown names is ``load_settings``'s, which knows the
+    # reserved test prefix and the client variables; pydantic-settings' own ``forbid`` would refuse those too.
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     #: Where the node keeps its database (by default), evidence store and outbox.
     data_dir: Path = Field(default=Path("./.mailnode"))
@@ -148,12 +167,55 @@ class Settings(BaseSettings):
         return self.data_dir / "outbox"
 
 
+def known_variables() -> list[str]:
+    """Every ``MAILNODE_*`` environment variable the node knows, sorted: one per setting, and
+    ``CLIENT_VARIABLES``."""
+    return sorted({f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields} | set(CLIENT_VARIABLES))
+
+
+def unknown_variables(names: Iterable[str]) -> list[str]:
+    """The environment variable ``names`` under ``MAILNODE_`` (compared case-insensitively, as the settings
+    read them) that are neither known (``known_variables``) nor under ``TEST_PREFIX``, sorted. Pure."""
+    known = set(known_variables())
+    return sorted(n for n in names
+                  if n.upper().startswith(ENV_PREFIX) and not n.upper().startswith(TEST_PREFIX)
+                  and n.upper() not in known)
+
+
+def unknown_keys(keys: Iterable[str]) -> list[str]:
+    """The settings file's top-level ``keys`` that name no setting, sorted. Pure."""
+    return sorted(k for k in keys if k not in Settings.model_fields)
+
+
+def unknown_setting(unknown: list[str], known: list[str], source: str) -> MailnodeError:
+    """``E_SETTING_UNKNOWN`` (422) for the ``unknown`` names found in ``source`` (the environment or a
+    settings file's path), each with its closest known name first (``difflib``). Pure."""
+    suggestions = {name: difflib.get_close_matches(name.upper() if source == "the environment" else name,
+                                                   known, n=3, cutoff=0.6) for name in unknown}
+    closest = [f"{name} (did you mean {' or '.join(found)}?)" if found else name
+               for name, found in suggestions.items()]
+    return invalid(
+        "E_SETTING_UNKNOWN",
+        f"mailnode does not know the setting{'s' if len(unknown) > 1 else ''} {', '.join(closest)} in {source}.",
+        "A name the node does not read would silently leave its setting at the default, so start-up stops "
+        f"instead. Names under {TEST_PREFIX} are the test suite's and are ignored.",
+        "Correct or remove the name; the known ones are: " + ", ".join(known)
+        + ". Every setting is described in docs/configuration.md.",
+        unknown=unknown, suggestions=suggestions, known=known, source=source,
+    )
+
+
 def load_settings(data_dir: Path | str | None = None, **overrides: Any) -> Settings:
     """Build the settings: TOML file under the data directory, then env, then ``overrides``.
 
-    ``data_dir`` defaults to ``MAILNODE_DATA_DIR``, else ``./.mailnode``. Raises
-    ``E_SETTING_MALFORMED`` (422) when the TOML file does not parse or a value has the wrong shape.
+    ``data_dir`` defaults to ``MAILNODE_DATA_DIR``, else ``./.mailnode``. Raises ``E_SETTING_UNKNOWN``
+    (422) for a ``MAILNODE_*`` environment variable or a TOML key that names no setting (see the module
+    docstring), and ``E_SETTING_MALFORMED`` (422) when the TOML file does not parse or a value has the
+    wrong shape.
     """
+    unknown_env = unknown_variables(os.environ)
+    if unknown_env:
+        raise unknown_setting(unknown_env, known_variables(), "the environment")
     base = Path(data_dir) if data_dir is not None else Path(os.environ.get("MAILNODE_DATA_DIR", "./.mailnode"))
     file_values: dict[str, Any] = {}
     path = Path(os.environ.get("MAILNODE_CONFIG_FILE", base / "mailnode.toml"))
@@ -168,6 +230,9 @@ def load_settings(data_dir: Path | str | None = None, **overrides: Any) -> Setti
                 f"Fix or remove {path}.",
                 path=str(path),
             ) from exc
+        unknown_file = unknown_keys(file_values)
+        if unknown_file:
+            raise unknown_setting(unknown_file, sorted(Settings.model_fields), str(path))
     try:
         env_values = Settings().model_dump(exclude_unset=True)
         merged = {**file_values, **env_values, **{k: v for k, v in overrides.items() if v is not None}}

@@ -69,3 +69,12 @@ def test_actor_kind_follows_the_id() -> None:
     with pytest.raises(MailnodeError) as e:
         audit.actor_kind_of("tm_01HZZZZZZZZZZZZZZZZZZZZZZZ")
     assert e.value.code == "E_ACTOR_UNKNOWN"
+
+
+def test_the_chain_lock_key_is_a_stable_signed_64_bit_number_per_organisation() -> None:
+    from mailnode.audit import chain_lock_key
+
+    keys = {chain_lock_key(f"org_{n}") for n in range(1000)}
+    assert len(keys) == 1000
+    assert all(-(2 ** 63) <= k < 2 ** 63 for k in keys)
+    assert chain_lock_key("org_1") == chain_lock_key("org_1")

@@ -44,3 +44,50 @@ def test_a_wrongly_shaped_environment_value_is_a_readable_error(tmp_path: Path, 
     with pytest.raises(MailnodeError) as e:
         load_settings(tmp_path)
     assert e.value.code == "E_SETTING_MALFORMED" and "docs/configuration.md" in e.value.fix
+
+
+def test_a_mistyped_environment_variable_stops_start_up_naming_the_closest_setting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAILNODE_SMTP_RELEY", "relay.example.net:587")
+    with pytest.raises(MailnodeError) as e:
+        load_settings(tmp_path)
+    assert e.value.code == "E_SETTING_UNKNOWN"
+    assert e.value.detail["unknown"] == ["MAILNODE_SMTP_RELEY"]
+    assert e.value.detail["suggestions"]["MAILNODE_SMTP_RELEY"][0] == "MAILNODE_SMTP_RELAY"
+    assert "MAILNODE_SMTP_RELAY" in e.value.what and "MAILNODE_SMTP_RELAY" in e.value.fix
+
+
+def test_test_suite_and_client_variables_are_not_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MAILNODE_TEST_DB", "MAILNODE_TEST_PG_URL", "MAILNODE_TEST_REQUIRE_PG", "MAILNODE_TEST_ANYTHING",
+                 "MAILNODE_TOKEN", "MAILNODE_URL"):
+        monkeypatch.setenv(name, "x")
+    monkeypatch.setenv("MAILNODE_CONFIG_FILE", str(tmp_path / "absent.toml"))
+    assert load_settings(tmp_path).http == "127.0.0.1:8025"
+
+
+def test_an_unknown_key_in_the_settings_file_stops_start_up(tmp_path: Path) -> None:
+    (tmp_path / "mailnode.toml").write_text('transport = "smtp"\nsmtp_tsl = "required"\n')
+    with pytest.raises(MailnodeError) as e:
+        load_settings(tmp_path)
+    assert e.value.code == "E_SETTING_UNKNOWN" and e.value.detail["unknown"] == ["smtp_tsl"]
+    assert e.value.detail["suggestions"]["smtp_tsl"][0] == "smtp_tls"
+
+
+def test_mailnode_serve_refuses_to_start_with_a_mistyped_variable(tmp_path: Path) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    env = {**os.environ, "MAILNODE_HTPP": "127.0.0.1:9999"}
+    # Own ports, so a regression (a node that starts) disturbs nobody before the timeout ends it.
+    done = subprocess.run([sys.executable, "-m", "mailnode.cli", "serve", "--data-dir", str(tmp_path),
+                           "--http", f"127.0.0.1:{ports[0]}", "--smtp", f"127.0.0.1:{ports[1]}"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert "E_SETTING_UNKNOWN" in done.stderr and "MAILNODE_HTTP" in done.stderr

@@ -13,14 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from mailnode.api.mail import (
-    FINGERPRINT_FIELDS,
-    MailFingerprint,
-    ReplayAnswer,
-    differing_fields,
-    has_visible_character,
-    realtime_replay_answer,
-)
+from mailnode.api.mail import ReplayAnswer, has_visible_character, realtime_replay_answer
 from mailnode.authz import MAILBOX_RELATIONS, grant_unchecked
 from mailnode.directory.domains import add_domain
 from mailnode.directory.people import create_user
@@ -28,6 +21,7 @@ from mailnode.directory.tables import organisations
 from mailnode.directory.tokens import create_token
 from mailnode.ids import new_id
 from mailnode.mail.mailboxes import create_mailbox
+from mailnode.outbound.idempotency import FINGERPRINT_FIELDS, MailFingerprint, differing_fields
 from mailnode.outbound.states import SendState
 from mailnode.outbound.tables import send_manifests
 from tests.conftest import bearer
@@ -125,8 +119,9 @@ def _fp(**changes: Any) -> MailFingerprint:
     (_fp(bcc=("c@x.test",)), ("bcc",)),
     (_fp(subject="S "), ("subject",)),
     (_fp(text_sha256=hashlib.sha256(b"u").hexdigest()), ("text",)),
+    (_fp(in_reply_to_message_id="msg_1"), ("in_reply_to_message_id",)),
     (_fp(mailbox_id="mbx_2", mail_class="deferrable", to=(), cc=("z@x.test",), bcc=("y@x.test",), subject="",
-         text_sha256=""), FINGERPRINT_FIELDS),
+         text_sha256="", in_reply_to_message_id="msg_1"), FINGERPRINT_FIELDS),
 ])
 def test_differing_fields_table(asked: MailFingerprint, differs: tuple[str, ...]) -> None:
     assert differing_fields(_fp(), asked) == differs

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
+from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
 from mailnode.outbound.transports.base import SubmitState
 from mailnode.outbound.transports.smtp import SmtpTransport
@@ -116,40 +116,101 @@ async def test_implicit_tls(certificate: tuple[Path, Path]) -> None:
     assert handler.tls_seen == [True]
 
 
-@pytest.fixture
-def auth_sink() -> Iterator[tuple[int, SinkHandler]]:
-    def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
-        ok = isinstance(data, LoginPassword) and (data.login, data.password) == (b"relay", b"s3cret-pw")
-        return AuthResult(success=ok, handled=False)
+def _authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+    ok = isinstance(data, LoginPassword) and (data.login, data.password) == (b"relay", b"s3cret-pw")
+    return AuthResult(success=ok, handled=False)
 
+
+class AuthRecordingSMTP(SMTP):
+    """An aiosmtpd session that records every AUTH command it receives (mechanism and initial response)."""
+
+    commands: list[str]
+
+    async def smtp_AUTH(self, arg: str) -> None:
+        self.commands.append(arg)
+        await super().smtp_AUTH(arg)
+
+
+class AuthRecordingController(Controller):
+    """Builds ``AuthRecordingSMTP`` sessions sharing one ``commands`` list."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: list[str] = []
+
+    def factory(self) -> SMTP:
+        server = AuthRecordingSMTP(self.handler, **self.SMTP_kwargs)
+        server.commands = self.commands
+        return server
+
+
+@pytest.fixture
+def auth_sink(certificate: tuple[Path, Path]) -> Iterator[tuple[int, SinkHandler]]:
+    """A smarthost that offers STARTTLS and requires AUTH over it."""
+    cert, key = certificate
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(str(cert), str(key))
     handler = SinkHandler()
     port = free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port, authenticator=authenticator,
-                            auth_require_tls=False, auth_required=True)
+    controller = Controller(handler, hostname="127.0.0.1", port=port, authenticator=_authenticator,
+                            auth_required=True, tls_context=server_ctx)
     controller.start()
     yield port, handler
     controller.stop()
 
 
-async def test_authenticated_submission(auth_sink: tuple[int, SinkHandler]) -> None:
+@pytest.fixture
+def clear_auth_sink() -> Iterator[tuple[int, SinkHandler, list[str]]]:
+    """A smarthost that offers AUTH without STARTTLS (aiosmtpd's ``auth_require_tls=False``), recording
+    every AUTH command that reaches it."""
+    handler = SinkHandler()
+    port = free_port()
+    controller = AuthRecordingController(handler, hostname="127.0.0.1", port=port, authenticator=_authenticator,
+                                         auth_require_tls=False, auth_required=True)
+    controller.start()
+    yield port, handler, controller.commands
+    controller.stop()
+
+
+async def test_authenticated_submission(auth_sink: tuple[int, SinkHandler], certificate: tuple[Path, Path]) -> None:
     port, handler = auth_sink
-    t = SmtpTransport("127.0.0.1", port, tls="none", username="relay", password="s3cret-pw")
+    t = SmtpTransport("127.0.0.1", port, tls="required", tls_context=client_context(certificate[0]),
+                      username="relay", password="s3cret-pw")
     outcome = await t.submit(make_submission(make_message(), "ann@example.test", RID))
     assert outcome.state is SubmitState.HANDED_OVER, outcome.detail
     assert len(handler.envelopes) == 1
 
 
-async def test_rejected_credentials_are_refused_and_not_recorded(auth_sink: tuple[int, SinkHandler]) -> None:
+async def test_rejected_credentials_are_refused_and_not_recorded(auth_sink: tuple[int, SinkHandler],
+                                                                certificate: tuple[Path, Path]) -> None:
     port, handler = auth_sink
-    t = SmtpTransport("127.0.0.1", port, tls="none", username="relay", password="wrong-pw")
+    t = SmtpTransport("127.0.0.1", port, tls="required", tls_context=client_context(certificate[0]),
+                      username="relay", password="wrong-pw")
     outcome = await t.submit(make_submission(make_message(), "ann@example.test", RID))
     assert (outcome.state, outcome.error_code, outcome.error_name) == (SubmitState.REFUSED, 535, "auth_reply")
     assert "wrong-pw" not in repr(outcome) and "wrong-pw" not in repr(t)
     assert handler.envelopes == []
 
 
-async def test_no_credentials_where_the_relay_requires_them_is_refused(auth_sink: tuple[int, SinkHandler]) -> None:
-    port, _handler = auth_sink
+async def test_no_credentials_where_the_relay_requires_them_is_refused(
+        clear_auth_sink: tuple[int, SinkHandler, list[str]]) -> None:
+    port, _handler, _commands = clear_auth_sink
     outcome = await SmtpTransport("127.0.0.1", port, tls="none").submit(
         make_submission(make_message(), "ann@example.test", RID))
     assert (outcome.state, outcome.error_code) == (SubmitState.REFUSED, 530)
+
+
+@pytest.mark.parametrize("mode", ["opportunistic", "none"])
+async def test_credentials_never_cross_an_unencrypted_session(
+        clear_auth_sink: tuple[int, SinkHandler, list[str]], mode: str) -> None:
+    port, handler, commands = clear_auth_sink
+    t = SmtpTransport("127.0.0.1", port, tls=mode, username="relay", password="s3cret-pw")  # type: ignore[arg-type]
+    outcome = await t.submit(make_submission(make_message(), "ann@example.test", RID))
+    # Nothing left and nothing authenticated: the smarthost saw no AUTH command and took no message.
+    assert commands == []
+    assert handler.envelopes == []
+    # Provably not taken, so retryable once fixed; the detail is the four-part refusal naming the setting.
+    assert (outcome.state, outcome.error_name) == (SubmitState.THROTTLED, "auth_needs_tls")
+    assert outcome.detail is not None and outcome.detail.startswith("E_SMTP_AUTH_NEEDS_TLS")
+    assert "MAILNODE_SMTP_TLS" in outcome.detail and "fix" in outcome.detail
+    assert "s3cret-pw" not in outcome.detail

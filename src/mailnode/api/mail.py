@@ -3,8 +3,11 @@
 Any principal holding ``send.propose`` on the mailbox may call it (an application, a person). ``realtime``
 answers 200 only after the provider accepted the mail, or the vague 503 (``E_SEND_UNAVAILABLE``, with
 ``detail.send_id`` when a send was sealed); ``deferrable`` answers 202 with the id; the next dispatch
-sweep makes its first hand-over and the sweeper retries what fails. The same ``idempotency_key`` from the
-same principal returns the same send, never a second one; the same key with a different mail (another mailbox, class, recipient set, subject or text) is refused
+sweep makes its first hand-over and the sweeper retries what fails. The idempotency key is the body's
+``idempotency_key`` or the ``Idempotency-Key`` header (both given and different: ``E_IDEMPOTENCY_KEY_CONFLICT``,
+422; neither: ``E_IDEMPOTENCY_KEY_MISSING``, 422), under ``outbound.idempotency``, the mechanism
+``POST /api/sends`` shares: the same key from the same principal returns the same send, never a second one;
+the same key with a different mail (another mailbox, class, recipient set, subject or text) is refused
 ``E_IDEMPOTENCY_KEY_REUSED`` (409, ``detail.send_id`` the first send, ``detail.differs`` the fields), so a
 caller is never told that a mail it did not send was sent. A realtime replay while the first request is
 still with the provider answers ``E_MAIL_IN_FLIGHT`` (409, ``detail.send_id``), not the 503 that would
@@ -21,27 +24,25 @@ not sent here (``POST /api/sends``).
 
 from __future__ import annotations
 
-import hashlib
 import unicodedata
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
+from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import parse_id
 from mailnode.notify import retention_io
 from mailnode.notify.classes import MailClass, parse_mail_class
-from mailnode.notify.notices import NODE_KEY_PREFIX
-from mailnode.notify.sending import find_by_key, send_realtime, unavailable
-from mailnode.outbound.seal import SealRequest, seal, validate_recipients
+from mailnode.notify.sending import send_realtime, unavailable
+from mailnode.outbound.idempotency import Replay, check_key, fingerprint_of, one_key, seal_once
+from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import SendState, words_for
 from mailnode.outbound.tables import send_manifests, send_recipients
 
@@ -62,79 +63,8 @@ class MailIn(Strict):
     bcc: list[str] = Field(default_factory=list)
     subject: str
     text: str
-    idempotency_key: str = Field(min_length=1, max_length=256)
-
-
-@dataclass(frozen=True)
-class MailFingerprint:
-    """What makes two requests under one idempotency key the same mail.
-
-    Attributes:
-        mailbox_id: the sending mailbox (``mbx_...``).
-        mail_class: ``realtime`` or ``deferrable``.
-        to, cc, bcc: the normalised recipients of each kind, lower-cased and sorted (order is not content).
-        subject: the Subject as sent.
-        text_sha256: hex SHA-256 of the UTF-8 text (the evidence store's digest of the typed body).
-    """
-
-    mailbox_id: str
-    mail_class: str
-    to: tuple[str, ...]
-    cc: tuple[str, ...]
-    bcc: tuple[str, ...]
-    subject: str
-    text_sha256: str
-
-
-#: The fields ``differing_fields`` compares, in the order it names them.
-FINGERPRINT_FIELDS: tuple[str, ...] = ("mailbox_id", "mail_class", "to", "cc", "bcc", "subject", "text")
-
-
-def differing_fields(stored: MailFingerprint, asked: MailFingerprint) -> tuple[str, ...]:
-    """The request fields (``FINGERPRINT_FIELDS`` names) in which ``asked`` is not the mail ``stored``; () when same.
-
-    Pure. ``text`` compares the digests.
-    """
-    pairs = {"mailbox_id": (stored.mailbox_id, asked.mailbox_id),
-             "mail_class": (stored.mail_class, asked.mail_class),
-             "to": (stored.to, asked.to), "cc": (stored.cc, asked.cc), "bcc": (stored.bcc, asked.bcc),
-             "subject": (stored.subject, asked.subject),
-             "text": (stored.text_sha256, asked.text_sha256)}
-    return tuple(name for name in FINGERPRINT_FIELDS if pairs[name][0] != pairs[name][1])
-
-
-def _sorted_lower(addresses: Any) -> tuple[str, ...]:
-    return tuple(sorted(str(a).lower() for a in (addresses or ())))
-
-
-def fingerprint_of_request(body: MailIn, mail_class: MailClass) -> MailFingerprint:
-    """The fingerprint of a request, its recipients normalised as the seal normalises them (its 422s apply)."""
-    recipients = validate_recipients(body.to, body.cc, body.bcc)
-    by_kind = {kind: _sorted_lower(a.address for k, a in recipients if k == kind) for kind in ("to", "cc", "bcc")}
-    return MailFingerprint(mailbox_id=body.mailbox_id, mail_class=mail_class.value, to=by_kind["to"],
-                           cc=by_kind["cc"], bcc=by_kind["bcc"], subject=body.subject,
-                           text_sha256=hashlib.sha256(body.text.encode("utf-8")).hexdigest())
-
-
-def fingerprint_of_send(node: Any, send_id: str) -> MailFingerprint:
-    """The fingerprint of a sealed manifest (one read)."""
-    m = send_manifests.c
-    with node.read() as conn:
-        row = conn.execute(select(m.mailbox_id, m.mail_class, m.to_addresses, m.cc_addresses, m.bcc_addresses,
-                                  m.subject, m.body_typed_sha256).where(m.id == send_id)).one()
-    return MailFingerprint(mailbox_id=row.mailbox_id, mail_class=row.mail_class, to=_sorted_lower(row.to_addresses),
-                           cc=_sorted_lower(row.cc_addresses), bcc=_sorted_lower(row.bcc_addresses),
-                           subject=row.subject, text_sha256=row.body_typed_sha256)
-
-
-def key_reused(send_id: str, key: str, differs: tuple[str, ...]) -> MailnodeError:
-    """409 ``E_IDEMPOTENCY_KEY_REUSED``: the key already names a different mail (``differs``: its fields)."""
-    return conflict("E_IDEMPOTENCY_KEY_REUSED",
-                    f"The idempotency key {key[:80]!r} already names a different mail ({send_id}).",
-                    "A key names one mail: a retry must repeat the first request exactly, so the node never "
-                    "answers for a mail it did not send. Differs: " + ", ".join(differs) + ".",
-                    f"Send this mail under a new idempotency_key; the first is at GET /api/mail/{send_id}.",
-                    send_id=send_id, idempotency_key=key[:80], differs=list(differs))
+    #: Or the ``Idempotency-Key`` header (``outbound.idempotency.one_key``); checked by ``check_key``.
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=budgets.IDEMPOTENCY_KEY_MAX_CHARS)
 
 
 class ReplayAnswer(StrEnum):
@@ -217,13 +147,6 @@ def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str,
                             "delivery_state": r.delivery_state} for r in recipients]}
 
 
-def _answer(node: Any, caller: Any, send_id: str, mail_class: MailClass, body: MailIn) -> JSONResponse:
-    differs = differing_fields(fingerprint_of_send(node, send_id), fingerprint_of_request(body, mail_class))
-    if differs:
-        raise key_reused(send_id, body.idempotency_key, differs)
-    return _answer_sealed(node, caller, send_id, mail_class.value)
-
-
 def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSONResponse:
     mail = mail_json(node, caller.org_id, caller.principal_id, send_id)
     if mail_class == MailClass.REALTIME.value:
@@ -249,58 +172,50 @@ def has_visible_character(text: str) -> bool:
 _INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
 
 
+#: How ``POST /api/mail`` names its key and the route that reads a send, in its refusals.
+_KEY_WHERE = "idempotency_key"
+_READ_AT = "GET /api/mail/{id}"
+
+
 @router.post("", status_code=202, responses={200: {"description": "realtime mail the provider accepted"},
                                              503: {"description": "realtime mail could not be sent"}})
-def post_mail(body: MailIn, node: NodeDep, caller: CallerDep) -> JSONResponse:
+def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
+              idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None) -> JSONResponse:
     """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key.
 
-    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_IDEMPOTENCY_KEY_MALFORMED`` / ``E_IDEMPOTENCY_KEY_RESERVED`` /
-    ``E_MAIL_SUBJECT_EMPTY`` (422), the seal's codes, ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime
-    mail, ``E_REALTIME_TOO_MANY_RECIPIENTS`` (422), ``E_MAIL_IN_FLIGHT`` (409) or ``E_SEND_UNAVAILABLE`` (503).
+    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_IDEMPOTENCY_KEY_MISSING`` / ``E_IDEMPOTENCY_KEY_CONFLICT`` /
+    ``E_IDEMPOTENCY_KEY_MALFORMED`` / ``E_IDEMPOTENCY_KEY_RESERVED`` / ``E_MAIL_SUBJECT_EMPTY`` (422), the
+    seal's codes, ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime mail, ``E_REALTIME_TOO_MANY_RECIPIENTS``
+    (422), ``E_MAIL_IN_FLIGHT`` (409) or ``E_SEND_UNAVAILABLE`` (503).
     """
     mail_class = parse_mail_class(body.mail_class)
     if mail_class is None or mail_class not in _CLASSES:
         raise invalid("E_MAIL_CLASS_UNKNOWN", f"{body.mail_class[:40]!r} is not a class this route sends.",
                       "POST /api/mail sends realtime or deferrable mail; correspondence goes through POST /api/sends.",
                       "Send class realtime or deferrable.", mail_class=body.mail_class[:40])
-    bad = next((c for c in body.idempotency_key if unicodedata.category(c) == "Cc"), None)
-    if bad is not None:
-        raise invalid("E_IDEMPOTENCY_KEY_MALFORMED",
-                      f"The idempotency key contains the control character U+{ord(bad):04X}.",
-                      "A key is printable text: it is stored and compared as text, and PostgreSQL cannot hold NUL.",
-                      "Send an idempotency_key of printable characters, e.g. a UUID.",
-                      character=f"U+{ord(bad):04X}")
-    if body.idempotency_key.startswith(NODE_KEY_PREFIX):
-        raise invalid("E_IDEMPOTENCY_KEY_RESERVED",
-                      f"Idempotency keys starting {NODE_KEY_PREFIX!r} belong to the node.",
-                      "The node seals its own notices under keys in that namespace; a caller's mail under one "
-                      "could be taken for a notice.",
-                      f"Send an idempotency_key that does not start with {NODE_KEY_PREFIX!r}, e.g. a UUID.",
-                      prefix=NODE_KEY_PREFIX)
+    key = one_key(idempotency_key, body.idempotency_key)
+    if key is None:
+        raise invalid("E_IDEMPOTENCY_KEY_MISSING", "The mail has no idempotency key.",
+                      "Application mail is sent under a key, so a retry after a lost answer never sends twice.",
+                      "Send an idempotency_key in the body or an Idempotency-Key header, e.g. a UUID.")
+    check_key(key, _KEY_WHERE)
     if not has_visible_character(body.subject):
         raise invalid("E_MAIL_SUBJECT_EMPTY", "The mail has no subject.",
                       "Application mail needs a subject: providers refuse mail without one (Resend: "
                       "missing_required_field), and a realtime mail would fail after its request was spent.",
                       "Send a subject with at least one visible character.")
-    with node.read() as conn:
-        existing = find_by_key(conn, caller.org_id, caller.principal_id, body.idempotency_key)
-    if existing is not None:
-        return _answer(node, caller, existing, mail_class, body)
     request = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc, subject=body.subject,
-                          body=body.text, mail_class=mail_class.value, idempotency_key=body.idempotency_key)
-    try:
+                          body=body.text, mail_class=mail_class.value, idempotency_key=key)
+
+    def sealing() -> Any:
         if mail_class is MailClass.REALTIME:
-            sealed = send_realtime(node, org_id=caller.org_id, author_id=caller.principal_id, request=request)
-        else:
-            sealed = seal(node, org_id=caller.org_id, author_id=caller.principal_id, request=request)
-    except IntegrityError:
-        # Two requests raced on one key: the other sealed first, so this answers with its send.
-        with node.read() as conn:
-            raced = find_by_key(conn, caller.org_id, caller.principal_id, body.idempotency_key)
-        if raced is None:
-            raise
-        return _answer(node, caller, raced, mail_class, body)
-    return _answer_sealed(node, caller, sealed.id, mail_class.value)
+            return send_realtime(node, org_id=caller.org_id, author_id=caller.principal_id, request=request)
+        return seal(node, org_id=caller.org_id, author_id=caller.principal_id, request=request)
+
+    done = seal_once(node, org_id=caller.org_id, author_id=caller.principal_id, key=key,
+                     asked=lambda conn: fingerprint_of(request), seal=sealing, where=_KEY_WHERE, read_at=_READ_AT)
+    send_id = done.send_id if isinstance(done, Replay) else done.id
+    return _answer_sealed(node, caller, send_id, mail_class.value)
 
 
 @router.get("/{send_id}")

@@ -4,22 +4,31 @@
 inline composition, then wakes the dispatcher (at ``release_at``). ``POST /api/sends/{id}/release-hold``
 releases ``awaiting/policy_hold`` (``send.propose``) and wakes the dispatcher too. Codes: see
 ``outbound.seal``, ``outbound.retry``; an unknown ``state`` filter is ``E_STATE_UNKNOWN`` (422).
+
+``POST /api/sends`` takes an ``Idempotency-Key`` header with the application mail API's semantics
+(``outbound.idempotency``): the same request again under the same key answers the send the first sealed
+(201, the same shape, ``Idempotent-Replayed: true``) and seals nothing; the key with a different mail is
+``E_IDEMPOTENCY_KEY_REUSED`` (409); a malformed or ``mailnode:`` key is refused (422) before anything is
+read. A retry from a draft replays when the key's send was sealed from that draft (the seal retired it).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header, Response
 from pydantic import Field
+from sqlalchemy import Connection
 
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
-from mailnode.errors import invalid
+from mailnode.errors import MailnodeError, invalid
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound import reads, retry
-from mailnode.outbound.seal import SealRequest, seal
+from mailnode.outbound.idempotency import DraftGone, MailFingerprint, Replay, fingerprint_of, seal_once
+from mailnode.outbound.seal import SealRequest, seal, sealed_json
 from mailnode.outbound.workflows import wake
 
 router = APIRouter(prefix="/api/sends", tags=["sends"])
@@ -51,19 +60,38 @@ def _wake(node: Node, send_id: str, release_at: Any) -> None:
     wake(send_id, max(0.0, (release_at - node.clock.now()).total_seconds()))
 
 
+def _from_draft(d: Any) -> SealRequest:
+    return SealRequest(mailbox_id=d.mailbox_id, to=d.to_addresses, cc=d.cc_addresses, bcc=d.bcc_addresses,
+                       subject=d.subject, body=d.body, in_reply_to_message_id=d.in_reply_to_message_id)
+
+
 @router.post("", status_code=201)
-def create(body: SendIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """Seal a send from a draft or inline; 201 with the manifest's id, state and ``release_at``."""
-    if body.draft_id is not None:
+def create(body: SendIn, node: NodeDep, caller: CallerDep, response: Response,
+           idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None) -> dict[str, Any]:
+    """Seal a send from a draft or inline; 201 with the manifest's id, state and ``release_at``.
+
+    Under an ``Idempotency-Key`` a repeated request answers the first send (see the module docstring).
+    """
+    draft_id = body.draft_id
+    if draft_id is not None:
         inline = body.model_fields_set - {"draft_id"}
         if inline:
             raise invalid("E_SEND_FROM_DRAFT_AND_INLINE", "Give either draft_id or the composition, not both.",
                           f"The request names draft_id and {', '.join(sorted(inline))}.",
                           "Edit the draft (PUT /api/drafts/{id}) and send {\"draft_id\": ...} alone.")
-        with node.read() as conn:
-            d = drafts_mod.row_of(conn, org_id=caller.org_id, author_id=caller.principal_id, draft_id=body.draft_id)
-        request = SealRequest(mailbox_id=d.mailbox_id, to=d.to_addresses, cc=d.cc_addresses, bcc=d.bcc_addresses,
-                              subject=d.subject, body=d.body, in_reply_to_message_id=d.in_reply_to_message_id)
+
+        def asked(conn: Connection) -> MailFingerprint | DraftGone:
+            try:
+                d = drafts_mod.row_of(conn, org_id=caller.org_id, author_id=caller.principal_id, draft_id=draft_id)
+            except MailnodeError as gone:
+                return DraftGone(draft_id, gone)
+            return fingerprint_of(_from_draft(d))
+
+        def sealing() -> Any:
+            with node.read() as conn:
+                d = drafts_mod.row_of(conn, org_id=caller.org_id, author_id=caller.principal_id, draft_id=draft_id)
+            return seal(node, org_id=caller.org_id, author_id=caller.principal_id,
+                        request=replace(_from_draft(d), idempotency_key=idempotency_key), draft_id=draft_id)
     else:
         if body.mailbox_id is None or body.subject is None or body.body is None:
             raise invalid("E_REQUEST_INVALID", "An inline send needs mailbox_id, subject and body.",
@@ -71,10 +99,22 @@ def create(body: SendIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                           "Send {\"mailbox_id\", \"to\", \"subject\", \"body\"} or {\"draft_id\"}.")
         request = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc, subject=body.subject,
                               body=body.body, in_reply_to_message_id=body.in_reply_to_message_id,
-                              sender_address=body.sender_address)
-    sealed = seal(node, org_id=caller.org_id, author_id=caller.principal_id, request=request, draft_id=body.draft_id)
-    _wake(node, sealed.id, sealed.release_at)
-    return {"send": sealed.to_json()}
+                              sender_address=body.sender_address, idempotency_key=idempotency_key)
+
+        def asked(conn: Connection) -> MailFingerprint | DraftGone:
+            return fingerprint_of(request)
+
+        def sealing() -> Any:
+            return seal(node, org_id=caller.org_id, author_id=caller.principal_id, request=request)
+
+    done = seal_once(node, org_id=caller.org_id, author_id=caller.principal_id, key=idempotency_key, asked=asked,
+                     seal=sealing, where="Idempotency-Key", read_at="GET /api/sends/{id}")
+    if isinstance(done, Replay):
+        response.headers["Idempotent-Replayed"] = "true"
+        with node.read() as conn:
+            return {"send": sealed_json(conn, done.send_id)}
+    _wake(node, done.id, done.release_at)
+    return {"send": done.to_json()}
 
 
 @router.get("")

@@ -10,7 +10,10 @@ engine; scopes nest (an inner scope's statements count in the outer one too).
     m.count  # statements executed on this thread in the block
 
 Transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE) is not a statement for this purpose:
-it is not counted, so a budget measures the work an operation asks of the database.
+it is not counted, so a budget measures the work an operation asks of the database. Nor is PostgreSQL's
+transaction-scoped advisory lock (``SELECT pg_advisory_xact_lock(...)``, the audit chain's lock,
+``audit.lock_chain``): it is the counterpart of SQLite's ``BEGIN IMMEDIATE`` writer lock, which is part
+of ``BEGIN``, so a budget counts the same work on both databases.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from sqlalchemy.engine import Engine
 
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
+#: The one lock statement that is transaction control too (see the module docstring).
+_LOCK = "SELECT PG_ADVISORY_XACT_LOCK("
 
 
 @dataclass
@@ -65,7 +70,8 @@ class StatementMeter:
 
     def _on_execute(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         stack = self._stack()
-        if not stack or statement.lstrip()[:9].upper().startswith(_CONTROL):
+        head = statement.lstrip()[:len(_LOCK)].upper()
+        if not stack or head.startswith(_CONTROL) or head == _LOCK:
             return
         for m in stack:
             m.count += 1

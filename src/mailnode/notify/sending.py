@@ -1,4 +1,4 @@
-"""Sending transactional mail: the system sender, realtime mail inside its request, and idempotency keys.
+"""Sending transactional mail: the system sender and realtime mail inside its request.
 
 Realtime mail (spec/transactional.md §1, §4, §6) is delivered by the request that creates it: the
 provider breaker is read first, counting one provider request per recipient so one call cannot spend past
@@ -73,14 +73,6 @@ def system_sender(conn: Connection, org_id: str, settings: Settings) -> SystemSe
                        "Set MAILNODE_SYSTEM_SENDER to an address of a mailbox (GET /api/mailboxes lists them).",
                        system_sender=settings.system_sender)
     return SystemSender(str(row.mailbox_id), str(row.address))
-
-
-def find_by_key(conn: Connection, org_id: str, author_id: str, key: str) -> str | None:
-    """The send an author sealed under idempotency ``key``, or None."""
-    row = conn.execute(select(send_manifests.c.id).where(
-        send_manifests.c.org_id == org_id, send_manifests.c.author_id == author_id,
-        send_manifests.c.idempotency_key == key)).first()
-    return None if row is None else str(row.id)
 
 
 def make_terminal(conn: Connection, org_id: str, send_id: str, at: datetime, detail: str) -> None:

@@ -32,6 +32,15 @@ A transport that raises is recorded: that recipient stays ``outcome_unknown`` wi
 ``last_error``, the send ends ``outcome_unknown`` with the cause, and the traceback is logged; no further
 recipient of that send is attempted in the pass.
 
+What the transport answered is bookkeeping that must not be lost to a passing database fault: the
+recipient's outcome and the send's aggregate (with its audit entry) are each written in a short
+transaction of their own, retried up to ``budgets.DISPATCH_RECORD_ATTEMPTS`` times on a transient
+database error (``sqlalchemy.exc.OperationalError``: a deadlock, a serialization failure, SQLite's busy
+timeout). A send the transport accepted is therefore recorded ``handed_over``, never left
+``outcome_unknown`` because a write after the hand-over failed once; if every attempt
+fails the error propagates (logged with the answer that was not recorded) and the lapsed claim is
+resolved from the recipients' rows by ``recover_claims``.
+
 Mail classes and the provider breaker (spec/transactional.md §1–§2): after governance's refusals and
 before the rate gate, the provider breaker is asked for the send's class. Correspondence it refuses is
 gated ``awaiting/provider_unavailable`` (on the transition only, with ``send.provider_unavailable``
@@ -60,11 +69,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, and_, case, func, or_, select, update
+from sqlalchemy.exc import OperationalError
 from ulid import ULID
 
 from mailnode import audit, budgets
@@ -90,6 +101,8 @@ from mailnode.outbound.transports import Submission, SubmitOutcome, SubmitState,
 from mailnode.outbound.transports.base import TransportCapabilities
 
 log = logging.getLogger("mailnode.dispatch")
+
+T = TypeVar("T")
 
 #: Audit outcome of ``send.<state>`` by the state a dispatch ends in.
 _AUDIT_OUTCOME: dict[SendState, Any] = {
@@ -305,13 +318,17 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
             raised = True
         state = outcome.state.value
         error = None if outcome.state is SubmitState.HANDED_OVER else (outcome.detail or outcome.error_name or state)
-        with node.begin() as conn:
-            answered_at = node.clock.now()
+        answered_at = node.clock.now()
+
+        def record_answer(conn: Connection, rec: Any = rec, outcome: SubmitOutcome = outcome, state: str = state,
+                          error: str | None = error, answered_at: datetime = answered_at) -> Any:
             conn.execute(update(send_recipients).where(send_recipients.c.id == rec.id).values(
                 submission_state=state, submission_state_at=answered_at, last_error=error,
                 transport_message_id=outcome.transport_message_id or rec.transport_message_id,
                 provider_message_id=outcome.provider_message_id or rec.provider_message_id))
-            status = provider_io.record(conn, caps.name, outcome, answered_at, limits)
+            return provider_io.record(conn, caps.name, outcome, answered_at, limits)
+
+        status = record_with_retries(node, record_answer, what=f"recipient {rec.id} {state}", manifest_id=manifest_id)
         final[rec.id] = state
         if error:
             errors.append(f"{rec.address}: {error}")
@@ -391,16 +408,45 @@ def _finish(node: Node, row: Any, token: str, final: dict[str, str], errors: lis
     counts: dict[str, int] = {}
     for s in final.values():
         counts[s] = counts.get(s, 0) + 1
-    with node.begin() as conn:
+
+    def write(conn: Connection) -> bool:
         done = conn.execute(update(send_manifests).where(send_manifests.c.id == row.id,
                                                          send_manifests.c.claim_token == token).values(**values))
         if done.rowcount != 1:
-            log.warning("send.claim_lost manifest=%s token=%s", row.id, token)
-            return DispatchResult(row.id, None, "the claim was recovered by another worker before it finished")
+            return False
         audit.append(conn, org_id=row.org_id, at=now, action=f"send.{state.value}", actor_id=None, subject=row.id,
                      outcome=_AUDIT_OUTCOME.get(state, "failed"),
                      detail={"attempts": attempts, "recipients": counts, "last_error": values["last_error"]})
+        return True
+
+    if not record_with_retries(node, write, what=f"send {state.value}", manifest_id=row.id):
+        log.warning("send.claim_lost manifest=%s token=%s", row.id, token)
+        return DispatchResult(row.id, None, "the claim was recovered by another worker before it finished")
     return DispatchResult(row.id, state.value, values["last_error"] or "")
+
+
+def record_with_retries(node: Node, write: Callable[[Connection], T], *, what: str, manifest_id: str,
+                        attempts: int = budgets.DISPATCH_RECORD_ATTEMPTS) -> T:
+    """Run ``write`` in a transaction of its own, again on a transient database error, at most ``attempts``
+    times; returns what ``write`` returned.
+
+    Transient is ``sqlalchemy.exc.OperationalError`` (a PostgreSQL deadlock or serialization failure,
+    SQLite's busy timeout): each attempt rolled back whole, so a retry writes once. Anything else, and the
+    last attempt's error, propagates (logged with ``what`` was not recorded); nothing is swallowed.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            with node.begin() as conn:
+                return write(conn)
+        except OperationalError as exc:
+            if attempt == attempts:
+                log.error("send.record_failed manifest=%s what=%r attempts=%d: %s", manifest_id, what, attempt,
+                          exc.orig)
+                raise
+            log.warning("send.record_retried manifest=%s what=%r attempt=%d: %s", manifest_id, what, attempt,
+                        exc.orig)
+    # Only reached with attempts < 1: the loop above returns or raises.
+    raise ValueError(f"record_with_retries needs at least 1 attempt, not {attempts}")
 
 
 def capabilities_of(node: Node) -> TransportCapabilities:
@@ -494,9 +540,12 @@ def recover_claims(node: Node, caps: TransportCapabilities, *, own_executor_id: 
         cond = or_(cond, and_(send_manifests.c.state == SendState.OUTCOME_UNKNOWN.value,
                               func.substr(send_manifests.c.claim_token, 1, len(prefix)) == prefix))
     recovered = 0
-    with node.begin() as conn:
+    with node.read() as conn:
         rows = conn.execute(select(send_manifests).where(cond).limit(limit)).all()
-        for row in rows:
+    # One transaction per send (each guarded by its claim token): a transaction that has appended to the
+    # audit chain updates no other send afterwards, so two recoverers cannot deadlock on the chain lock.
+    for row in rows:
+        with node.begin() as conn:
             if recover_one(conn, row, now, dedup_window_open(caps, row.first_attempt_at, now)):
                 recovered += 1
     if recovered:

@@ -17,8 +17,12 @@ from typing import Any
 from sqlalchemy import Connection, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from mailnode.db import integrity
 from mailnode.ids import new_id
 from mailnode.outbound.tables import send_manifests, send_recipient_events, send_recipients
+
+#: The unique index an event is deduplicated on: one row per ``(source, source_event_id)``.
+DEDUP_INDEX = "uq_send_recipient_events_source"
 
 #: The normalised event vocabulary of attributed rows, and the delivery_state each one writes (None: none).
 DELIVERY_STATE_FOR_EVENT: dict[str, str | None] = {
@@ -96,7 +100,9 @@ def record(conn: Connection, *, org_id: str, event: str | None, attribution: Att
     ``event`` is a normalised type (``DELIVERY_STATE_FOR_EVENT``'s keys), or None for a reported
     recipient whose outcome could not be read: that row is kept as an unattributed ``delivery_report``
     (visible, never counted, never moving a state). Returns the new row id, or None when the same event
-    was recorded before. An unknown ``event`` string raises ``KeyError`` (fail closed).
+    was recorded before (a violation of ``DEDUP_INDEX`` and nothing else, ``db.integrity.violates``). An
+    unknown ``event`` string raises ``KeyError`` (fail closed); any other integrity error (an unknown
+    ``org_id``: a foreign key) re-raises ``sqlalchemy.exc.IntegrityError``.
     """
     if event is None:
         attribution = None
@@ -115,7 +121,10 @@ def record(conn: Connection, *, org_id: str, event: str | None, attribution: Att
                 bounce_type=bounce_type, source=source, source_event_id=source_event_id, message_id=message_id,
                 received_at=at, detail=detail,
             ))
-    except IntegrityError:
+    except IntegrityError as exc:
+        # Only the dedup index means "recorded before"; a foreign-key or any other violation is a defect.
+        if not integrity.violates(exc, send_recipient_events, DEDUP_INDEX):
+            raise
         return None
     if attribution and delivery_state is not None:
         conn.execute(

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import IntegrityError
 
+from mailnode.db import integrity
 from mailnode.directory.tables import organisations
 from mailnode.errors import MailnodeError
 from mailnode.ids import new_id
@@ -39,7 +40,11 @@ def _org_of(conn: Connection, attribution: events.Attribution | None) -> str:
 
 
 def record_provider_event(conn: Connection, event: ProviderEvent, at: datetime) -> dict[str, Any]:
-    """Store ``event`` once; returns ``{"recorded", "duplicate", "ignored", "attributed", "event_id"}``."""
+    """Store ``event`` once; returns ``{"recorded", "duplicate", "ignored", "attributed", "event_id"}``.
+
+    ``duplicate`` only when the event id violates ``events.DEDUP_INDEX``; any other integrity error
+    re-raises ``sqlalchemy.exc.IntegrityError`` (nothing is recorded as a duplicate that was not one).
+    """
     if event.kind is None:
         return {"recorded": False, "duplicate": False, "ignored": True, "attributed": False, "event_id": None}
     attribution = None
@@ -76,6 +81,9 @@ def _observation(conn: Connection, org_id: str, event: ProviderEvent, attributio
                 recipient=recipient, manifest_id=attribution.manifest_id if attribution else None,
                 recipient_id=attribution.recipient_id if attribution else None, status=None, bounce_type=None,
                 source=SOURCE, source_event_id=event.event_id, message_id=None, received_at=at, detail=detail))
-    except IntegrityError:
+    except IntegrityError as exc:
+        # Only the dedup index means "recorded before"; a foreign-key or any other violation is a defect.
+        if not integrity.violates(exc, send_recipient_events, events.DEDUP_INDEX):
+            raise
         return None
     return eid

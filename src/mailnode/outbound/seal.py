@@ -53,12 +53,14 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, delete, func, select
 
 from mailnode import audit, budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import breakers, gatefacts
+from mailnode.governance.approvals import SubjectKind
+from mailnode.governance.tables import approvals
 from mailnode.ids import new_id, parse_id, prefix_of
 from mailnode.mail.message_tables import messages
 from mailnode.mail.tables import mailbox_addresses, mailboxes
@@ -154,6 +156,21 @@ class Sealed:
                 "conversation_id": self.conversation_id, "recipients": self.recipients,
                 "policy_outcome": self.policy_outcome, "approval_id": self.approval_id,
                 "last_error": self.last_error, "mail_class": self.mail_class}
+
+
+def sealed_json(conn: Connection, send_id: str) -> dict[str, Any]:
+    """``Sealed.to_json``'s shape for a stored send, as it reads now (a replayed seal answers with it):
+    ``recipients`` is its recipient rows' count, ``approval_id`` its approval's id or None. Three reads."""
+    m = send_manifests.c
+    row = conn.execute(select(send_manifests).where(m.id == send_id)).one()
+    count = conn.execute(select(func.count()).select_from(send_recipients)
+                         .where(send_recipients.c.manifest_id == send_id)).scalar_one()
+    approval_id = conn.execute(select(approvals.c.id).where(
+        approvals.c.subject_kind == SubjectKind.SEND_MANIFEST.value, approvals.c.subject_id == send_id)).scalar()
+    return {"id": row.id, "state": row.state, "state_reason": row.state_reason,
+            "release_at": row.release_at.isoformat(), "rfc_message_id": row.rfc_message_id,
+            "conversation_id": row.conversation_id, "recipients": int(count), "policy_outcome": row.policy_outcome,
+            "approval_id": approval_id, "last_error": row.last_error, "mail_class": row.mail_class}
 
 
 def may_not_send(mailbox_id: str) -> MailnodeError:

@@ -6,6 +6,13 @@ envelope per recipient keeps Bcc correct (nobody's copy names another Bcc recipi
 DSN (RFC 3464) to ``bounces+<recipient row id>@<bounce domain>`` name exactly one recipient row, which is
 why this transport declares ``delivery_signals: dsn``. Credentials are never put into an outcome or a log.
 
+Credentials only ever cross an encrypted session: with ``smtp_username`` set, a session that is not under
+TLS (``smtp_tls = none``, or ``opportunistic`` against a smarthost that offers no STARTTLS) ends before
+``AUTH`` with ``throttled`` / ``auth_needs_tls`` and the four-part ``E_SMTP_AUTH_NEEDS_TLS`` text as its
+detail (``auth_needs_tls``): the message provably did not leave, so the send comes round after its
+back-off and goes once the setting or the smarthost is fixed (RFC 4954 §4: a client should not send a
+password over an unprotected session; RFC 8314 §3).
+
 Reply classification (RFC 5321 §4.2.1, §4.5.3.2) is the pure ``classify_smtp`` below.
 """
 
@@ -18,6 +25,7 @@ from typing import Literal
 import aiosmtplib
 
 from mailnode import budgets
+from mailnode.errors import MailnodeError
 from mailnode.outbound.transports.base import (
     Submission,
     SubmitOutcome,
@@ -130,6 +138,7 @@ class SmtpTransport:
             local_hostname=self._local_hostname,
         )
         phase = SmtpPhase.CONNECT
+        encrypted = self._tls == "implicit"
         try:
             await client.connect(timeout=self._connect_timeout)
             phase = SmtpPhase.EHLO
@@ -138,6 +147,7 @@ class SmtpTransport:
                 if client.supports_extension("starttls"):
                     phase = SmtpPhase.STARTTLS
                     await client.starttls(tls_context=self._tls_context)
+                    encrypted = True
                 elif self._tls == "required":
                     client.close()
                     return SubmitOutcome(
@@ -146,6 +156,11 @@ class SmtpTransport:
                         detail=f"{self._host}:{self._port} does not offer STARTTLS and smtp_tls is required",
                     )
             if self._username:
+                if not encrypted:
+                    client.close()
+                    refusal = auth_needs_tls(self._host, self._port, self._tls)
+                    return SubmitOutcome(state=SubmitState.THROTTLED, error_name="auth_needs_tls",
+                                         detail=refusal.render())
                 phase = SmtpPhase.AUTH
                 await client.login(self._username, self._password)
             phase = SmtpPhase.MAIL
@@ -181,6 +196,28 @@ class SmtpTransport:
 
     async def aclose(self) -> None:
         """Sessions are per submission; nothing stays open."""
+
+
+def auth_needs_tls(host: str, port: int, tls: str) -> MailnodeError:
+    """``E_SMTP_AUTH_NEEDS_TLS``: credentials are configured but the session to ``host:port`` is not encrypted
+    (``tls``: the ``smtp_tls`` in force). Names the setting to change. Pure."""
+    if tls == "none":
+        why = ("MAILNODE_SMTP_TLS is none, so the session is plain text, and AUTH would send the relay's "
+               "password in clear (RFC 4954 §4).")
+    else:
+        why = (f"{host}:{port} does not offer STARTTLS, and MAILNODE_SMTP_TLS={tls} went on unencrypted; AUTH "
+               "would send the relay's password in clear (RFC 4954 §4).")
+    return MailnodeError(
+        code="E_SMTP_AUTH_NEEDS_TLS",
+        what=f"The send was not handed to {host}:{port}: the node will not authenticate over an unencrypted "
+             "connection.",
+        why=why,
+        fix="Set MAILNODE_SMTP_TLS=required (STARTTLS) or implicit (TLS from the first byte, usually port 465) "
+            "and make the smarthost offer it, or remove MAILNODE_SMTP_USERNAME for a relay that needs no "
+            "login; the send comes round again after its back-off.",
+        status=503,
+        detail={"smarthost": f"{host}:{port}", "smtp_tls": tls},
+    )
 
 
 def _outcome(phase: SmtpPhase, code: int | None, kind: str, detail: str) -> SubmitOutcome:
