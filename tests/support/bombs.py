@@ -1,0 +1,29 @@
+"""Hostile messages from issue 14 item 1, built on demand (none is stored in the repository).
+
+Each returns the message's bytes with CRLF line endings, within ``budgets.MESSAGE_MAX_BYTES``.
+"""
+
+from __future__ import annotations
+
+
+def subject_bomb(words: int = 100_000) -> bytes:
+    """A ~2.1 MB message whose Subject is ``words`` folded ``=?utf-8?Q?=41=42?=`` encoded words."""
+    folded = "\r\n ".join(["=?utf-8?Q?=41=42?="] * words)
+    return (b"From: attacker@remote.test\r\nTo: support@example.test\r\nMessage-ID: <subject-bomb@remote.test>\r\n"
+            b"Subject: " + folded.encode("ascii") + b"\r\n\r\nhello\r\n")
+
+
+def to_bomb(entries: int = 20_000) -> bytes:
+    """A ~670 KB message whose To holds ``entries`` ``=?utf-8?B?QUFB?= <uN@x.test>`` entries, folded."""
+    to = ",\r\n ".join(f"=?utf-8?B?QUFB?= <u{i}@x.test>" for i in range(entries))
+    return (b"From: attacker@remote.test\r\nTo: " + to.encode("ascii")
+            + b"\r\nSubject: many recipients\r\nMessage-ID: <to-bomb@remote.test>\r\n\r\nhello\r\n")
+
+
+def deep_multipart(depth: int = 5_000) -> bytes:
+    """A message whose body nests ``depth`` ``multipart/mixed`` parts, one inside the next."""
+    head = "".join(f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n' for i in range(depth))
+    tail = "".join(f"\r\n--b{i}--\r\n" for i in reversed(range(depth)))
+    return ("From: attacker@remote.test\r\nTo: support@example.test\r\nSubject: deep\r\n"
+            "Message-ID: <deep-bomb@remote.test>\r\nMIME-Version: 1.0\r\n" + head
+            + "Content-Type: text/plain\r\n\r\ndeep\r\n" + tail).encode("ascii")
