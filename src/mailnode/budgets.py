@@ -53,6 +53,11 @@ AUTH_RESULTS_MAX_BYTES = 8 * 1024
 MATERIALISE_SCAN_INTERVAL_SECONDS = 30
 #: Receipts the repair scan starts per pass (sized: bounded work per schedule tick).
 MATERIALISE_SCAN_BATCH = 500
+#: Materialisation attempts a receipt may start without finishing; the next attempt quarantines it instead of
+#: parsing it again (issue 14 item 1: a message that got the process killed was parsed again at every start, a
+#: crash loop). Sized: one death can be bad luck (another process took the memory), three in a row on the
+#: same receipt are the message's doing, and each costs a restart.
+MATERIALISE_ATTEMPTS_MAX = 3
 #: Defects recorded per parsed message; past this one line says how many more (sized: the worst
 #: corpus file has under 10; a hostile message could carry thousands of broken headers).
 PARSE_DEFECTS_MAX = 50
