@@ -98,6 +98,9 @@ PARSE_MIME_PARTS_MAX = 200
 #: Message-IDs kept from References (the first, the root, and the newest others) and from In-Reply-To. Threading
 #: looks each up in turn (one statement each); sized as five times SEND_REFERENCES_EMITTED_MAX.
 PARSE_REFERENCES_MAX = 100
+#: Longest message id read, characters: RFC 5322 §2.1.1's 998-character line. A longer one is not read (a
+#: defect says so): message ids are kept in a B-tree index, and PostgreSQL refuses an index row over 2,712 bytes.
+PARSE_MSG_ID_MAX_CHARS = 998
 #: Lines past which a message is not offered to the plain-text report readers (flufl.bounce and the notice
 #: reader; RFC 3464 and ARF parts are still read). Measured: flufl.bounce costs about 17 s per million lines
 #: (50 patterns a line), so 20,000 lines is 0.35 s; a real plain-text bounce, quoted original included, is a

@@ -82,3 +82,12 @@ def test_a_long_references_keeps_the_root_and_the_newest() -> None:
     keep = budgets.PARSE_REFERENCES_MAX
     assert parsed.references == ("r0@x.test", *(f"r{i}@x.test" for i in range(500 - keep + 1, 500)))
     assert f"References: it lists 500 message ids; the first and the newest {keep - 1} were read" in parsed.parse_error
+
+
+def test_a_message_id_longer_than_a_line_is_not_read() -> None:
+    long_id = "x" * (budgets.PARSE_MSG_ID_MAX_CHARS + 1) + "@x.test"
+    parsed = parse_message(f"From: a@x.test\r\nMessage-ID: <{long_id}>\r\nIn-Reply-To: <{long_id}>\r\n"
+                           "\r\nx\r\n".encode())
+    assert parsed.message_id is None and parsed.in_reply_to == ()
+    assert (f"Message-ID: 1 message ids longer than {budgets.PARSE_MSG_ID_MAX_CHARS:,} characters were not read"
+            in parsed.defects)

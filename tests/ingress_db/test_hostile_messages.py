@@ -37,7 +37,7 @@ from sqlalchemy import select
 from tests.support import bombs
 
 raw = getattr(bombs, sys.argv[2])()
-node = Node.open(Settings(data_dir=Path(sys.argv[1]), database_url=""))
+node = Node.open(Settings(data_dir=Path(sys.argv[1]), database_url=sys.argv[3]))
 installed = initialise(node, org="Example", domain="example.test", admin_email="alex@example.test")
 with node.read() as conn:
     route = routing.resolve(conn, "support@example.test")
@@ -60,10 +60,11 @@ print(json.dumps({"cpu_s": cpu, "growth_mib": growth, "subject_chars": len(row.s
 """
 
 
-def _materialise_in_child(tmp_path: Path, bomb: str) -> dict[str, object]:
+def _materialise_in_child(tmp_path: Path, database_url: str, bomb: str) -> dict[str, object]:
+    """Materialise ``bomb`` in a child under the rlimits, on the test's database (SQLite or PostgreSQL)."""
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "node"), bomb], capture_output=True, text=True,
-                         timeout=300, cwd=root)
+    out = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "node"), bomb, database_url],
+                         capture_output=True, text=True, timeout=300, cwd=root)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["growth_mib"] <= GROWTH_MAX_MIB, result
@@ -73,21 +74,27 @@ def _materialise_in_child(tmp_path: Path, bomb: str) -> dict[str, object]:
     return result
 
 
-def test_a_subject_of_100000_encoded_words_is_kept_as_received(tmp_path: Path) -> None:
-    result = _materialise_in_child(tmp_path, "subject_bomb")
+def test_a_subject_of_100000_encoded_words_is_kept_as_received(tmp_path: Path, database_url: str) -> None:
+    result = _materialise_in_child(tmp_path, database_url, "subject_bomb")
     assert result["subject_head"].startswith("=?utf-8?Q?=41=42?= =?utf-8?Q?=41=42?=")
     assert "Subject: too complex to read because it holds 100,000 encoded words (the limit is 500); kept as " \
            "received" in str(result["parse_error"])
 
 
-def test_a_to_of_20000_encoded_entries_is_kept_as_received(tmp_path: Path) -> None:
-    result = _materialise_in_child(tmp_path, "to_bomb")
+def test_a_to_of_20000_encoded_entries_is_kept_as_received(tmp_path: Path, database_url: str) -> None:
+    result = _materialise_in_child(tmp_path, database_url, "to_bomb")
     assert result["subject_head"] == "many recipients"
     assert "To: too complex to read because it holds 20,000 encoded words" in str(result["parse_error"])
 
 
-def test_a_5000_deep_multipart_is_shown_with_its_body_unread(tmp_path: Path) -> None:
-    result = _materialise_in_child(tmp_path, "deep_multipart")
+def test_a_5000_deep_multipart_is_shown_with_its_body_unread(tmp_path: Path, database_url: str) -> None:
+    result = _materialise_in_child(tmp_path, database_url, "deep_multipart")
     assert result["subject_head"] == "deep"
     assert result["parse_error"] == ("body: not read because it has more than 200 MIME parts; the raw message "
                                      "keeps it")
+
+
+def test_a_message_id_of_60000_characters_is_not_read(tmp_path: Path, database_url: str) -> None:
+    result = _materialise_in_child(tmp_path, database_url, "long_message_id")
+    assert result["subject_head"] == "long id"
+    assert "Message-ID: 1 message ids longer than 998 characters were not read" in str(result["parse_error"])

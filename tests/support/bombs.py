@@ -5,6 +5,8 @@ Each returns the message's bytes with CRLF line endings, within ``budgets.MESSAG
 
 from __future__ import annotations
 
+import hashlib
+
 
 def subject_bomb(words: int = 100_000) -> bytes:
     """A ~2.1 MB message whose Subject is ``words`` folded ``=?utf-8?Q?=41=42?=`` encoded words."""
@@ -27,3 +29,12 @@ def deep_multipart(depth: int = 5_000) -> bytes:
     return ("From: attacker@remote.test\r\nTo: support@example.test\r\nSubject: deep\r\n"
             "Message-ID: <deep-bomb@remote.test>\r\nMIME-Version: 1.0\r\n" + head
             + "Content-Type: text/plain\r\n\r\ndeep\r\n" + tail).encode("ascii")
+
+
+def long_message_id(chars: int = 60_000) -> bytes:
+    """A message whose Message-ID (and In-Reply-To) is one id of ``chars`` hex characters (incompressible, so a
+    database index stores it whole), under the header budget."""
+    long_id = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(chars // 64 + 1))[:chars]
+    long_id += "@remote.test"
+    return (f"From: attacker@remote.test\r\nTo: support@example.test\r\nSubject: long id\r\n"
+            f"Message-ID: <{long_id}>\r\nIn-Reply-To: <{long_id}>\r\n\r\nhello\r\n").encode("ascii")

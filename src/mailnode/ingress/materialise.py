@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, select, update
-from sqlalchemy.exc import OperationalError
 
 from mailnode.ingress import quarantine
 from mailnode.ingress import reports as reports_mod
@@ -120,8 +119,10 @@ def materialise_or_quarantine(node: Node, receipt_id: str) -> Materialised | Non
     The attempt is counted (and committed) first, so an attempt the kernel kills is still counted: attempt
     ``MATERIALISE_ATTEMPTS_MAX + 1`` quarantines with ``E_MATERIALISE_ABANDONED`` instead of parsing again. An
     exception from materialisation (MemoryError, RecursionError, a bug) quarantines with
-    ``E_MATERIALISE_FAILED`` and is logged with its traceback (``materialise.quarantined``); a database
-    ``OperationalError`` is the database's fault, not the message's, and is raised. An already materialised
+    ``E_MATERIALISE_FAILED`` and is logged with its traceback (``materialise.quarantined``). A database error
+    quarantines too (PostgreSQL's "index row too large" is an OperationalError a message's content causes): a
+    quarantined receipt is visible and re-drivable, while a failed workflow would stay unmaterialised unseen;
+    when the database is unreachable the quarantine write fails as well and that error is raised. An already materialised
     receipt returns its message; an already quarantined one returns ``None``. Raises ``KeyError`` for an
     unknown receipt.
     """
@@ -142,8 +143,6 @@ def materialise_or_quarantine(node: Node, receipt_id: str) -> Materialised | Non
         if node.settings.fault_materialise_memory_error:
             raise MemoryError("fault_materialise_memory_error is set")
         return materialise_receipt(node, receipt_id)
-    except OperationalError:
-        raise
     except Exception as exc:  # noqa: BLE001 - recorded on the receipt and logged with its traceback
         log.exception("materialise.quarantined receipt=%s code=%s", receipt_id, quarantine.FAILED)
         quarantine.quarantine(node, receipt_id, quarantine.FAILED, quarantine.failure_text(exc))

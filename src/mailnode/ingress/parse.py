@@ -375,11 +375,17 @@ def _msg_ids(value: str) -> list[str]:
 
 
 def _bounded_ids(name: str, value: str, defects: _Defects) -> tuple[str, ...]:
-    """:func:`_msg_ids`, at most ``PARSE_REFERENCES_MAX``: the first (a thread's root) and the newest others.
+    """:func:`_msg_ids`, at most ``PARSE_REFERENCES_MAX``: the first (a thread's root) and the newest others;
+    an id over ``PARSE_MSG_ID_MAX_CHARS`` is not read.
 
     Threading looks each id up in turn, so a References of 300,000 ids would be 300,000 statements.
     """
     ids = _msg_ids(value)
+    long_ids = [item for item in ids if len(item) > budgets.PARSE_MSG_ID_MAX_CHARS]
+    if long_ids:
+        defects.add(f"{name}: {len(long_ids):,} message ids longer than {budgets.PARSE_MSG_ID_MAX_CHARS:,} characters "
+                    "were not read")
+        ids = [item for item in ids if len(item) <= budgets.PARSE_MSG_ID_MAX_CHARS]
     keep = budgets.PARSE_REFERENCES_MAX
     if len(ids) <= keep:
         return tuple(ids)
@@ -507,7 +513,7 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
             name, addr = parseaddr(raw_first["from"])
             name = decode_words(name)[0]
             from_ = Address(name=name, address=addr) if addr or name else None
-    message_ids = _msg_ids(raw_first.get("message-id", ""))[:1]
+    message_ids = _bounded_ids("Message-ID", raw_first.get("message-id", ""), defects)[:1]
     date = _date(raw_first["date"], defects) if "date" in first and "date" not in refused else None
     content_type = message.get_content_type()
     return ParsedMessage(
