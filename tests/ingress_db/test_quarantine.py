@@ -164,12 +164,50 @@ def test_a_restart_after_a_quarantine_starts_cleanly_and_does_not_parse_it_again
         after = served.call("GET", "/api/receipts?state=quarantined")["receipts"]
         assert [(r["id"], r["materialise_attempts"]) for r in after] == [(rid, 1)]
         assert served.call("GET", f"/api/mailboxes/{served.installed['mailbox_id']}/messages")["messages"] == []
-        log = b"".join(p.read_bytes() for p in sorted(served.data_dir.glob("serve-*.log")))
-        assert log.count(b"materialise.quarantined") == 1 and b"Traceback" in log  # logged once, first run
+        first_log, second_log = (p.read_bytes() for p in sorted(served.data_dir.glob("serve-*.log")))
+        assert first_log.count(b"materialise.quarantined") == 1 and b"MemoryError" in first_log
+        assert b"materialise.quarantined" not in second_log and b"Traceback" not in second_log
         redriven = served.call("POST", f"/api/receipts/{rid}/redrive")
         assert redriven["started"] is True
         msgs = _wait(lambda: served.call("GET", f"/api/mailboxes/{served.installed['mailbox_id']}/messages")["messages"])
         assert [m["subject"] for m in msgs] == ["set aside"]
         assert served.call("GET", "/api/receipts")["receipts"] == []
+    finally:
+        served.stop()
+
+
+@pytest.mark.slow
+def test_a_receipt_whose_attempts_are_killed_is_quarantined_not_parsed_at_every_start(tmp_path: Path,
+                                                                                      database_url: str) -> None:
+    """The crash loop of issue 14 item 1, with real processes: the node is killed (as by the kernel's
+    out-of-memory killer) during each attempt; after MATERIALISE_ATTEMPTS_MAX of them the next start
+    quarantines the receipt instead of parsing it again, and the node stays up."""
+    served = Served(tmp_path / "node", served_env(database_url, MAILNODE_MATERIALISE_SCAN_INTERVAL_SECONDS="1"))
+    try:
+        served.start(MAILNODE_FAULT_MATERIALISE_DELAY_SECONDS="60")
+        with smtplib.SMTP("127.0.0.1", served.smtp) as c:
+            c.sendmail("someone@remote.test", ["support@example.test"], RAW)
+        from mailnode.config import load_settings
+        from mailnode.node import Node
+
+        node = Node.open(load_settings(served.data_dir, database_url=served.env["MAILNODE_DATABASE_URL"]))
+
+        def attempts() -> int:
+            with node.read() as conn:
+                return int(conn.execute(select(ingress_receipts.c.materialise_attempts)).scalar_one())
+
+        try:
+            for killed in range(1, budgets.MATERIALISE_ATTEMPTS_MAX + 1):
+                if killed > 1:
+                    served.start(MAILNODE_FAULT_MATERIALISE_DELAY_SECONDS="60")
+                _wait(lambda: attempts() >= killed)  # the attempt is counted, then it "parses" for a minute
+                served.kill9()
+            served.start(MAILNODE_FAULT_MATERIALISE_DELAY_SECONDS="60")
+            listed = _wait(lambda: served.call("GET", "/api/receipts?state=quarantined")["receipts"])
+            assert listed[0]["quarantine_code"] == quarantine.ABANDONED
+            assert attempts() == budgets.MATERIALISE_ATTEMPTS_MAX + 1
+            assert served.call("GET", "/api/health") is not None
+        finally:
+            node.close()
     finally:
         served.stop()

@@ -13,6 +13,7 @@ as a message and logged with the stable token ``delivery_report.unreadable``.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -139,6 +140,8 @@ def materialise_or_quarantine(node: Node, receipt_id: str) -> Materialised | Non
                   attempt - 1)
         quarantine.quarantine(node, receipt_id, quarantine.ABANDONED, quarantine.abandoned_text(attempt))
         return None
+    if node.settings.fault_materialise_delay_seconds:  # a slow attempt, already counted (crash tests)
+        time.sleep(node.settings.fault_materialise_delay_seconds)
     try:
         if node.settings.fault_materialise_memory_error:
             raise MemoryError("fault_materialise_memory_error is set")

@@ -14,7 +14,6 @@ workflow id: the re-driven materialisation is a new workflow, not the finished o
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -37,8 +36,6 @@ def workflow_id(receipt_id: str, redrives: int = 0) -> str:
 def materialise_step(receipt_id: str) -> str | None:
     """Materialise one receipt; returns the message id, or ``None`` when the receipt is quarantined."""
     node = runtime.current_node()
-    if node.settings.fault_materialise_delay_seconds:
-        time.sleep(node.settings.fault_materialise_delay_seconds)
     done = materialise_or_quarantine(node, receipt_id)
     return done.message_id if done is not None else None
 
