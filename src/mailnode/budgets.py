@@ -66,7 +66,7 @@ PARSE_DEFECTS_MAX = 50
 #: process past 12 GB). The standard library's structured header parser (``policy.default.header_factory``)
 #: is quadratic in encoded words and address-list entries, and its message parser keeps a Python object per
 #: line and recurses per nested part; each figure below is measured by ``bench/header_parse.py`` and
-#: ``tests/ingress/test_ingress_bombs.py`` (docs/performance.md, "Header parsing"). A header past a budget
+#: ``tests/ingress_db/test_hostile_messages.py`` (docs/performance.md, "Header parsing"). A header past a budget
 #: keeps its value as received and records a defect naming the measure; a body past one is not read into
 #: parts (the raw bytes keep it) and the headers are still read, so the message is threaded and shown.
 #: Top-level header fields read; the rest are left in the raw bytes. Sized: the corpus's most is under 100

@@ -91,3 +91,13 @@ def test_a_message_id_longer_than_a_line_is_not_read() -> None:
     assert parsed.message_id is None and parsed.in_reply_to == ()
     assert (f"Message-ID: 1 message ids longer than {budgets.PARSE_MSG_ID_MAX_CHARS:,} characters were not read"
             in parsed.defects)
+
+
+@pytest.mark.parametrize(("raw", "end"), [
+    (b"A: 1\r\nB: 2\r\n\r\nbody\r\n", 12),
+    (b"A: 1\nB: 2\n\nbody\n", 10),
+    (b"\r\nbody\r\n", 0),  # no header section
+    (b"A: 1\r\n", 6),  # no body
+])
+def test_shape_finds_the_end_of_the_header_section(raw: bytes, end: int) -> None:
+    assert bounds.shape(raw).header_end == end

@@ -92,9 +92,12 @@ def _delimiters(raw: bytes, start: int, cap: int) -> int:
 
 def shape(raw: bytes) -> Shape:
     """Measure ``raw`` with linear scans; never raises. See :class:`Shape` for what each figure counts."""
-    end_match = _HEADER_END.search(raw)
-    header_end = end_match.start() + (2 if raw[end_match.start():end_match.start() + 2] == b"\r\n" else 1) \
-        if end_match else len(raw)
+    if raw.startswith((b"\n", b"\r\n")):  # no header section: the body starts at once
+        header_end = 0
+    elif (end_match := _HEADER_END.search(raw)) is not None:
+        header_end = end_match.start() + (2 if raw[end_match.start():end_match.start() + 2] == b"\r\n" else 1)
+    else:
+        header_end = len(raw)
     fields = 0
     cut: int | None = None
     for match in _FIELD_START.finditer(raw, 0, header_end):
