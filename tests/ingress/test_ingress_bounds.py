@@ -35,8 +35,8 @@ def test_header_refusal(value: str, address_list: bool, spent: int, expected: st
 @pytest.mark.parametrize(("lines", "parts", "expected"), [
     (10, 3, None),
     (budgets.PARSE_LINES_MAX, budgets.PARSE_MIME_PARTS_MAX, None),
-    (budgets.PARSE_LINES_MAX + 1, 0, f"it has {budgets.PARSE_LINES_MAX + 1:,} lines (the limit is "
-     f"{budgets.PARSE_LINES_MAX:,})"),
+    (budgets.PARSE_LINES_MAX + 1, 0, (f"it has {budgets.PARSE_LINES_MAX + 1:,} lines (the limit is "
+                                      f"{budgets.PARSE_LINES_MAX:,})")),
     (10, budgets.PARSE_MIME_PARTS_MAX + 1, f"it has more than {budgets.PARSE_MIME_PARTS_MAX:,} MIME parts"),
 ])
 def test_body_refusal(lines: int, parts: int, expected: str | None) -> None:

@@ -17,10 +17,10 @@ CLASS_NAME = re.compile(r"\b\w*(Error|Exception|Defect)\b")
 
 @pytest.mark.parametrize(("header", "expected"), [
     ('To: "', 'To: the address list could not be read: a quoted string is never closed'),
-    ("To: (c):", "To: the address list could not be read: a group (name: addresses;) that has no name or is "
-     "not closed with ';'"),
-    ("Message-ID: <[abc123=@example.org]>", "Message-ID: the message id could not be read: square brackets, which "
-     "a message id may not hold (RFC 5322 §3.6.4)"),
+    ("To: (c):", ("To: the address list could not be read: a group (name: addresses;) that has no name or is "
+                  "not closed with ';'")),
+    ("Message-ID: <[abc123=@example.org]>", ("Message-ID: the message id could not be read: square brackets, "
+                                             "which a message id may not hold (RFC 5322 §3.6.4)")),
     ("Content-Type: text/plain; name*", "Content-Type: its parameters could not be read: a parameter has no value"),
 ])
 def test_an_unreadable_header_is_named_in_words(header: str, expected: str) -> None:
@@ -34,10 +34,10 @@ def test_an_unreadable_header_is_named_in_words(header: str, expected: str) -> N
     ("to", '"', "the address list could not be read: a quoted string is never closed"),
     ("cc", "a@b (note", "the address list could not be read: a comment in parentheses is never closed"),
     ("from", "<a@b", "the address list could not be read: an angle bracket is never closed"),
-    ("to", "(c):", "the address list could not be read: a group (name: addresses;) that has no name or is not "
-     "closed with ';'"),
-    ("message-id", "<[x=@y]>", "the message id could not be read: square brackets, which a message id may not "
-     "hold (RFC 5322 §3.6.4)"),
+    ("to", "(c):", ("the address list could not be read: a group (name: addresses;) that has no name or is not "
+                    "closed with ';'")),
+    ("message-id", "<[x=@y]>", ("the message id could not be read: square brackets, which a message id may not "
+                                "hold (RFC 5322 §3.6.4)")),
     ("date", "soon", "the date could not be read: its syntax is not valid"),
     ("content-type", "text/plain; name*", "its parameters could not be read: a parameter has no value"),
     ("x-other", "?", "the value could not be read: its syntax is not valid"),

@@ -11,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.corpus import CORPUS, message_files, read_jsonl
 
-import mailnode.ingress.parse as parse_module
-from mailnode.ingress import bounds
 from mailnode import budgets
+from mailnode.ingress import bounds
 from mailnode.ingress.parse import ParsedMessage, decode_words, parse_message
 
 MALFORMED = {record["file"]: record for record in read_jsonl("malformed/expected.jsonl")}

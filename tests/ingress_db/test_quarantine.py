@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
+from tests.support.served import Served, served_env
 from typer.testing import CliRunner
 
 from mailnode import audit, budgets
@@ -24,9 +25,8 @@ from mailnode.doctor.checks import run_checks
 from mailnode.ingress import quarantine, receipts, routing
 from mailnode.ingress.materialise import materialise_or_quarantine
 from mailnode.ingress.tables import ingress_receipts
-from tests.support.served import Served, served_env
 
-H = lambda token: {"Authorization": f"Bearer {token}"}  # noqa: E731
+H = lambda token: {"Authorization": f"Bearer {token}"}
 RAW = (b"From: someone@remote.test\r\nTo: support@example.test\r\nSubject: set aside\r\n"
        b"Message-ID: <q@remote.test>\r\n\r\nhello\r\n")
 
@@ -110,6 +110,8 @@ def test_only_an_administrator_sees_or_redrives_and_refusals_are_readable(
     assert api.post(f"/api/receipts/{rid}/redrive", headers=H(bob_token)).status_code == 403
     weird = api.get("/api/receipts?state=weird", headers=H(installed.token))
     assert weird.status_code == 422 and weird.json()["error"] == "E_STATE_UNKNOWN"
+    bad_cursor = api.get("/api/receipts?cursor=msg_X", headers=H(installed.token))
+    assert bad_cursor.status_code == 422 and bad_cursor.json()["detail"]["problems"][0]["field"] == "query.cursor"
     missing = api.post("/api/receipts/rcpt_NOPE/redrive", headers=H(installed.token))
     assert missing.status_code == 404 and missing.json()["error"] == "E_NO_SUCH_RECEIPT"
     monkeypatch.setattr(node.settings, "fault_materialise_memory_error", False)
@@ -200,7 +202,7 @@ def test_a_receipt_whose_attempts_are_killed_is_quarantined_not_parsed_at_every_
             for killed in range(1, budgets.MATERIALISE_ATTEMPTS_MAX + 1):
                 if killed > 1:
                     served.start(MAILNODE_FAULT_MATERIALISE_DELAY_SECONDS="60")
-                _wait(lambda: attempts() >= killed)  # the attempt is counted, then it "parses" for a minute
+                _wait(lambda n=killed: attempts() >= n)  # the attempt is counted, then it "parses" for a minute
                 served.kill9()
             served.start(MAILNODE_FAULT_MATERIALISE_DELAY_SECONDS="60")
             listed = _wait(lambda: served.call("GET", "/api/receipts?state=quarantined")["receipts"])

@@ -4,7 +4,8 @@
 abandoned, in id order: ``{"receipts": [{id, mailbox_id, envelope_from, envelope_to, size_bytes, sha256, source,
 received_at, age_seconds, materialised_at, message_id, materialise_attempts, redrives, quarantined_at,
 quarantine_code, quarantine_error}], "next_cursor"}``. ``state`` is the one filter and ``quarantined`` its one
-value today (the default); another value is 422 ``E_STATE_UNKNOWN``. Never the message's content: the raw bytes
+value today (the default); another value is 422 ``E_STATE_UNKNOWN``, a ``cursor`` that is not a receipt id 422
+``E_REQUEST_INVALID`` naming ``query.cursor``. Never the message's content: the raw bytes
 stay in the evidence store under ``sha256``.
 
 ``POST /api/receipts/{id}/redrive``: 202 ``{"receipt": {...}, "started": bool}``: the quarantine is cleared
@@ -17,13 +18,15 @@ Anyone but an administrator gets 403 ``E_NOT_AN_ADMINISTRATOR`` on both.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Query
+from fastapi.exceptions import RequestValidationError
 
-from mailnode import runtime
-from mailnode.api.deps import CallerDep, NodeDep, PageDep, paged
+from mailnode import budgets, runtime
+from mailnode.api.deps import CallerDep, NodeDep, Page, paged
 from mailnode.errors import invalid
+from mailnode.ids import is_id
 from mailnode.ingress import quarantine
 
 router = APIRouter(prefix="/api/receipts", tags=["ingress"])
@@ -32,8 +35,22 @@ router = APIRouter(prefix="/api/receipts", tags=["ingress"])
 STATES = ("quarantined",)
 
 
+def receipt_page(limit: int | None = Query(default=None), cursor: str | None = Query(default=None)) -> Page:
+    """``limit`` clamped to 1..LIST_LIMIT_MAX; ``cursor`` a receipt id (``rcpt_...``), else 422
+    ``E_REQUEST_INVALID`` naming ``query.cursor``."""
+    if cursor and not is_id(cursor, "rcpt"):
+        raise RequestValidationError([{"type": "value_error", "loc": ("query", "cursor"), "input": cursor[:100],
+                                       "msg": f"{cursor[:100]!r} is not a receipt id (rcpt_...); pass back the "
+                                              "next_cursor of the previous page unchanged"}])
+    n = budgets.LIST_LIMIT_DEFAULT if limit is None else max(1, min(limit, budgets.LIST_LIMIT_MAX))
+    return Page(limit=n, cursor=cursor or None)
+
+
+ReceiptPageDep = Annotated[Page, Depends(receipt_page)]
+
+
 @router.get("")
-def list_(node: NodeDep, caller: CallerDep, page: PageDep, state: str = "quarantined") -> dict[str, Any]:
+def list_(node: NodeDep, caller: CallerDep, page: ReceiptPageDep, state: str = "quarantined") -> dict[str, Any]:
     """Quarantined receipts in id order."""
     if state not in STATES:
         raise invalid("E_STATE_UNKNOWN", f"{state[:50]!r} is not a receipt state this route lists.",

@@ -19,6 +19,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 
+from mailnode.ids import new_id
 from mailnode.ingress import quarantine
 from mailnode.ingress import reports as reports_mod
 from mailnode.ingress.authresults import verdicts
@@ -27,7 +28,6 @@ from mailnode.ingress.parse import parse_message
 from mailnode.ingress.reports import ReportKind, read_report
 from mailnode.ingress.routing import VERP_LOCAL_PREFIX
 from mailnode.ingress.tables import ingress_receipts
-from mailnode.ids import new_id
 from mailnode.mail.cases import open_case
 from mailnode.mail.mailboxes import addresses_of
 from mailnode.mail.message_tables import messages
@@ -146,7 +146,7 @@ def materialise_or_quarantine(node: Node, receipt_id: str) -> Materialised | Non
         if node.settings.fault_materialise_memory_error:
             raise MemoryError("fault_materialise_memory_error is set")
         return materialise_receipt(node, receipt_id)
-    except Exception as exc:  # noqa: BLE001 - recorded on the receipt and logged with its traceback
+    except Exception as exc:  # recorded on the receipt and logged with its traceback
         log.exception("materialise.quarantined receipt=%s code=%s", receipt_id, quarantine.FAILED)
         quarantine.quarantine(node, receipt_id, quarantine.FAILED, quarantine.failure_text(exc))
         return None

@@ -574,7 +574,7 @@ def parse_message(raw: bytes) -> ParsedMessage:
     defects = _Defects()
     try:
         parsed = _parse(bytes(raw), defects)
-    except Exception:  # noqa: BLE001 - the last guard: the stdlib parser itself failed on bounded bytes
+    except Exception:  # the last guard: the stdlib parser itself failed on bounded bytes (logged)
         log.warning("parse.failed: the message structure could not be read", exc_info=True)
         defects.add("message: the message structure could not be read; the raw message keeps it")
         parsed = _empty()
