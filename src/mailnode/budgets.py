@@ -86,6 +86,9 @@ PARSE_ADDRESS_LIST_ENTRIES_MAX = 1000
 #: are kept as received (sized: about 1 s of the worst shape within the per-header budgets; a real message's
 #: headers, DKIM and ARC included, are under 50 KiB).
 PARSE_HEADERS_TOTAL_CHARS = 256 * 1024
+#: Bytes handed to the stdlib message parser at a time. Measured: 25 MB of short lines grew the process by
+#: 174 MB handed over whole (one decoded copy, then every line split at once) and by 52 MB in 64 KiB chunks.
+PARSE_FEED_CHUNK_BYTES = 64 * 1024
 #: Lines in a message past which its body is not read into parts. Measured: the stdlib parser keeps about 85
 #: bytes a line (12 M blank lines: 1 GB) and 280 bytes a header line inside a part; 400,000 lines is at most
 #: about 110 MiB, and a 25 MiB base64 attachment is 340,000 lines.

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from email import message_from_bytes
+from email.message import Message
+from email.policy import compat32
+from pathlib import Path
+
 import pytest
+from tests.corpus import message_files
 
 from mailnode import budgets
 from mailnode.ingress import bounds
@@ -101,3 +107,16 @@ def test_a_message_id_longer_than_a_line_is_not_read() -> None:
 ])
 def test_shape_finds_the_end_of_the_header_section(raw: bytes, end: int) -> None:
     assert bounds.shape(raw).header_end == end
+
+
+def _tree(message: Message) -> list[object]:
+    return [(part.get_content_type(), None if part.is_multipart() else part.get_payload(), part.items(),
+             [type(d).__name__ for d in part.defects]) for part in message.walk()]
+
+
+@pytest.mark.parametrize("path", message_files(), ids=lambda p: p.name)
+def test_parsing_in_chunks_is_the_whole_parse(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 7-byte chunks split CRLFs, boundaries and header lines everywhere; the parse must not notice.
+    monkeypatch.setattr(budgets, "PARSE_FEED_CHUNK_BYTES", 7)
+    raw = path.read_bytes()
+    assert _tree(bounds.load(raw).message) == _tree(message_from_bytes(raw, policy=compat32))

@@ -166,7 +166,7 @@ def test_a_parser_failure_becomes_a_parse_error(monkeypatch: pytest.MonkeyPatch)
     def broken(*_args: object, **_kwargs: object) -> None:
         raise IndexError("parser bug")
 
-    monkeypatch.setattr(bounds, "message_from_bytes", broken)
+    monkeypatch.setattr(bounds, "BytesFeedParser", broken)
     parsed = parse_message(b"From: a@example.com\r\n\r\nx\r\n")
     assert parsed.parse_error == "message: the message structure could not be read; the raw message keeps it"
     assert parsed.from_ is None

@@ -225,7 +225,7 @@ def test_read_failure_gives_an_unreadable_report(monkeypatch: pytest.MonkeyPatch
     def broken(*_args: object, **_kwargs: object) -> None:
         raise IndexError("parser bug")
 
-    monkeypatch.setattr(bounds, "message_from_bytes", broken)
+    monkeypatch.setattr(bounds, "BytesFeedParser", broken)
     report = read_report(b"From: MAILER-DAEMON@example.org\r\n\r\nx\r\n")
     assert report.problem == UNREADABLE and report.kind is ReportKind.NONE
 

@@ -96,3 +96,9 @@ def test_a_message_id_of_60000_characters_is_not_read(tmp_path: Path, database_u
     result = _materialise_in_child(tmp_path, database_url, "long_message_id")
     assert result["subject_head"] == "long id"
     assert "Message-ID: 1 message ids longer than 998 characters were not read" in str(result["parse_error"])
+
+
+def test_a_25_mb_message_of_short_lines_is_read_whole_within_budget(tmp_path: Path, database_url: str) -> None:
+    # The largest body still read into parts: just under PARSE_LINES_MAX lines, near MESSAGE_MAX_BYTES.
+    result = _materialise_in_child(tmp_path, database_url, "long_text")
+    assert result["subject_head"] == "long text" and result["parse_error"] is None

@@ -38,3 +38,11 @@ def long_message_id(chars: int = 60_000) -> bytes:
     long_id += "@remote.test"
     return (f"From: attacker@remote.test\r\nTo: support@example.test\r\nSubject: long id\r\n"
             f"Message-ID: <{long_id}>\r\nIn-Reply-To: <{long_id}>\r\n\r\nhello\r\n").encode("ascii")
+
+
+def long_text(lines: int = 390_000) -> bytes:
+    """A message near ``MESSAGE_MAX_BYTES`` of short text lines, just under ``PARSE_LINES_MAX``: the largest body
+    still read whole (about 25 MB of 64-character lines)."""
+    line = b"The quick brown fox jumps over the lazy dog, again and again. ok\r\n"
+    return (b"From: attacker@remote.test\r\nTo: support@example.test\r\nSubject: long text\r\n"
+            b"Message-ID: <long-text@remote.test>\r\n\r\n" + line * lines)
