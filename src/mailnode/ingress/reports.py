@@ -632,7 +632,8 @@ def _with_boundary(message: Message, raw: bytes) -> Message:
     if found is None:
         return message
     header = f'Content-Type: {message.get_content_type()}; boundary="{found.group(1)}"\r\n'
-    return message_from_bytes(header.encode("ascii", "replace") + raw, policy=compat32)
+    reparsed = bounds.load(header.encode("ascii", "replace") + raw)  # within the same PARSE_* budgets
+    return reparsed.message if reparsed.body_read else message
 
 
 def read_report(raw: bytes) -> DeliveryReport:
