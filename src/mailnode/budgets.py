@@ -57,9 +57,62 @@ AUTH_RESULTS_MAX_BYTES = 8 * 1024
 MATERIALISE_SCAN_INTERVAL_SECONDS = 30
 #: Receipts the repair scan starts per pass (sized: bounded work per schedule tick).
 MATERIALISE_SCAN_BATCH = 500
+#: Materialisation attempts a receipt may start without finishing; the next attempt quarantines it instead of
+#: parsing it again (issue 14 item 1: a message that got the process killed was parsed again at every start, a
+#: crash loop). Sized: one death can be bad luck (another process took the memory), three in a row on the
+#: same receipt are the message's doing, and each costs a restart.
+MATERIALISE_ATTEMPTS_MAX = 3
 #: Defects recorded per parsed message; past this one line says how many more (sized: the worst
 #: corpus file has under 10; a hostile message could carry thousands of broken headers).
 PARSE_DEFECTS_MAX = 50
+#: Parsing one message is bounded by the budgets below so that any message up to MESSAGE_MAX_BYTES costs at
+#: most about 256 MB of memory growth and a few seconds of CPU (issue 14 item 1: one 2.1 MB message grew the
+#: process past 12 GB). The standard library's structured header parser (``policy.default.header_factory``)
+#: is quadratic in encoded words and address-list entries, and its message parser keeps a Python object per
+#: line and recurses per nested part; each figure below is measured by ``bench/header_parse.py`` and
+#: ``tests/ingress_db/test_hostile_messages.py`` (docs/performance.md, "Header parsing"). A header past a budget
+#: keeps its value as received and records a defect naming the measure; a body past one is not read into
+#: parts (the raw bytes keep it) and the headers are still read, so the message is threaded and shown.
+#: Top-level header fields read; the rest are left in the raw bytes. Sized: the corpus's most is under 100
+#: (long Received chains); the stdlib parser costs about 280 bytes a field line.
+PARSE_HEADERS_MAX = 1000
+#: Longest header value decoded and handed to the structured parser, characters. Measured: a 64 KiB
+#: unstructured value costs 0.02 s and 6 MiB, 1 MiB costs 2.7 s and 92 MiB; a long real References is 10-20 KiB.
+PARSE_HEADER_STRUCTURED_MAX_CHARS = 64 * 1024
+#: RFC 2047 encoded words ("=?") in one header value past which it is kept as received. Measured: 500 words
+#: cost 0.005 s and 3 MiB, 4,000 cost 152 MiB, 100,000 (the issue's Subject) grew past 12 GB.
+PARSE_HEADER_ENCODED_WORDS_MAX = 500
+#: Addresses ("@" signs) in one address-list header past which it is kept as received and no address is read
+#: from it. Measured: 1,000 plain entries cost 0.06 s and 9 MiB; 4,000 with encoded names cost 0.9 s and
+#: 306 MiB; the issue's 20,000 took the process to 22 GB. A real To or Cc holds tens.
+PARSE_ADDRESS_LIST_ENTRIES_MAX = 1000
+#: Header characters one message may have decoded and structurally parsed in all, past which further headers
+#: are kept as received (sized: about 1 s of the worst shape within the per-header budgets; a real message's
+#: headers, DKIM and ARC included, are under 50 KiB).
+PARSE_HEADERS_TOTAL_CHARS = 256 * 1024
+#: Bytes handed to the stdlib message parser at a time. Measured: 25 MB of short lines grew the process by
+#: 174 MB handed over whole (one decoded copy, then every line split at once) and by 52 MB in 64 KiB chunks.
+PARSE_FEED_CHUNK_BYTES = 64 * 1024
+#: Lines in a message past which its body is not read into parts. Measured: the stdlib parser keeps about 85
+#: bytes a line (12 M blank lines: 1 GB) and 280 bytes a header line inside a part; 400,000 lines is at most
+#: about 110 MiB, and a 25 MiB base64 attachment is 340,000 lines.
+PARSE_LINES_MAX = 400_000
+#: MIME parts (``Content-Type`` lines, and delimiter lines of declared boundaries) past which the body is not
+#: read into parts. Bounds the nesting depth the stdlib parser and ``walk()`` recurse through (a 5,000-deep
+#: multipart raised RecursionError at about 980 levels) and the width the report readers walk (200,000 parts
+#: took 10 s). Sized: the corpus's most is under 20; a message with 150 attachments still fits.
+PARSE_MIME_PARTS_MAX = 200
+#: Message-IDs kept from References (the first, the root, and the newest others) and from In-Reply-To. Threading
+#: looks each up in turn (one statement each); sized as five times SEND_REFERENCES_EMITTED_MAX.
+PARSE_REFERENCES_MAX = 100
+#: Longest message id read, characters: RFC 5322 §2.1.1's 998-character line. A longer one is not read (a
+#: defect says so): message ids are kept in a B-tree index, and PostgreSQL refuses an index row over 2,712 bytes.
+PARSE_MSG_ID_MAX_CHARS = 998
+#: Lines past which a message is not offered to the plain-text report readers (flufl.bounce and the notice
+#: reader; RFC 3464 and ARF parts are still read). Measured: flufl.bounce costs about 17 s per million lines
+#: (50 patterns a line), so 20,000 lines is 0.35 s; a real plain-text bounce, quoted original included, is a
+#: few hundred lines.
+REPORT_TEXT_READERS_MAX_LINES = 20_000
 
 # --- Outbound ------------------------------------------------------------------------------------
 

@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     dbos_system_database_url: str = ""
     #: Fault injection for crash tests: seconds each materialisation waits before writing (0 in production).
     fault_materialise_delay_seconds: float = 0.0
+    #: Fault injection for quarantine tests: each materialisation raises MemoryError before parsing (False in
+    #: production); the receipt is then quarantined (``ingress.quarantine``).
+    fault_materialise_memory_error: bool = False
     #: The address system mail (verification codes, notices) is sealed from: an address of a node mailbox.
     #: Empty means the organisation's oldest mailbox address (spec/transactional.md §1).
     system_sender: str = ""

@@ -6,6 +6,7 @@ import pytest
 from tests.corpus import CORPUS, read_jsonl
 
 import mailnode.ingress.reports as reports
+from mailnode.ingress import bounds
 from mailnode.ingress.reports import (
     UNREADABLE,
     DeliveryEvent,
@@ -224,7 +225,7 @@ def test_read_failure_gives_an_unreadable_report(monkeypatch: pytest.MonkeyPatch
     def broken(*_args: object, **_kwargs: object) -> None:
         raise IndexError("parser bug")
 
-    monkeypatch.setattr(reports, "message_from_bytes", broken)
+    monkeypatch.setattr(bounds, "BytesFeedParser", broken)
     report = read_report(b"From: MAILER-DAEMON@example.org\r\n\r\nx\r\n")
     assert report.problem == UNREADABLE and report.kind is ReportKind.NONE
 

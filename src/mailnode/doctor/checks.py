@@ -15,6 +15,7 @@ from mailnode.db import migrate
 from mailnode.doctor.butler_checks import BUTLER_CHECKS
 from mailnode.doctor.findings import NODE, Finding, Severity
 from mailnode.doctor.governance_checks import GOVERNANCE_CHECKS
+from mailnode.doctor.ingress_checks import INGRESS_CHECKS
 from mailnode.doctor.notify_checks import NOTIFY_CHECKS
 from mailnode.node import Node
 
@@ -79,6 +80,7 @@ CHECKS: dict[str, Check] = {
     "migrations_applied": migrations_applied,
     "evidence_store_writable": evidence_store_writable,
     "audit_chain_intact": audit_chain_intact,
+    **INGRESS_CHECKS,
     **GOVERNANCE_CHECKS,
     **BUTLER_CHECKS,
     **NOTIFY_CHECKS,

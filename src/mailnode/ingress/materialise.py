@@ -1,5 +1,8 @@
 """Materialise a receipt: parse, classify, thread, open or reuse a case, and file delivery reports.
 
+``materialise_or_quarantine`` is what the durable workflow calls: it counts the attempt first and quarantines a
+receipt whose materialisation raises or was attempted too often without finishing (``ingress.quarantine``).
+
 Idempotent: the receipt's ``materialised_at`` is set by a conditional update (``IS NULL``) in the same
 transaction as everything it creates, so materialising twice (a DBOS retry, the repair scan, ``ingest``
 racing ``serve``) changes nothing the second time. Never raises on the message's content: a message that
@@ -10,11 +13,14 @@ as a message and logged with the stable token ``delivery_report.unreadable``.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 
+from mailnode.ids import new_id
+from mailnode.ingress import quarantine
 from mailnode.ingress import reports as reports_mod
 from mailnode.ingress.authresults import verdicts
 from mailnode.ingress.classify import automated, facts_from, reply_refusal
@@ -22,7 +28,6 @@ from mailnode.ingress.parse import parse_message
 from mailnode.ingress.reports import ReportKind, read_report
 from mailnode.ingress.routing import VERP_LOCAL_PREFIX
 from mailnode.ingress.tables import ingress_receipts
-from mailnode.ids import new_id
 from mailnode.mail.cases import open_case
 from mailnode.mail.mailboxes import addresses_of
 from mailnode.mail.message_tables import messages
@@ -107,6 +112,44 @@ def materialise_receipt(node: Node, receipt_id: str) -> Materialised:
         with node.read() as conn:
             return _existing(conn, receipt_id)
     return Materialised(receipt_id, message_id, conversation_id, case_id, created=True)
+
+
+def materialise_or_quarantine(node: Node, receipt_id: str) -> Materialised | None:
+    """Materialise one receipt, or quarantine it; returns what it became, or ``None`` when it is quarantined.
+
+    The attempt is counted (and committed) first, so an attempt the kernel kills is still counted: attempt
+    ``MATERIALISE_ATTEMPTS_MAX + 1`` quarantines with ``E_MATERIALISE_ABANDONED`` instead of parsing again. An
+    exception from materialisation (MemoryError, RecursionError, a bug) quarantines with
+    ``E_MATERIALISE_FAILED`` and is logged with its traceback (``materialise.quarantined``). A database error
+    quarantines too (PostgreSQL's "index row too large" is an OperationalError a message's content causes): a
+    quarantined receipt is visible and re-drivable, while a failed workflow would stay unmaterialised unseen;
+    when the database is unreachable the quarantine write fails as well and that error is raised. An already materialised
+    receipt returns its message; an already quarantined one returns ``None``. Raises ``KeyError`` for an
+    unknown receipt.
+    """
+    attempt = quarantine.begin_attempt(node, receipt_id)
+    if attempt is None:
+        with node.read() as conn:
+            row = conn.execute(select(ingress_receipts.c.materialised_at)
+                               .where(ingress_receipts.c.id == receipt_id)).first()
+            if row is None:
+                raise KeyError(receipt_id)
+            return _existing(conn, receipt_id) if row.materialised_at is not None else None
+    if quarantine.abandoned(attempt):
+        log.error("materialise.quarantined receipt=%s code=%s attempts=%d", receipt_id, quarantine.ABANDONED,
+                  attempt - 1)
+        quarantine.quarantine(node, receipt_id, quarantine.ABANDONED, quarantine.abandoned_text(attempt))
+        return None
+    if node.settings.fault_materialise_delay_seconds:  # a slow attempt, already counted (crash tests)
+        time.sleep(node.settings.fault_materialise_delay_seconds)
+    try:
+        if node.settings.fault_materialise_memory_error:
+            raise MemoryError("fault_materialise_memory_error is set")
+        return materialise_receipt(node, receipt_id)
+    except Exception as exc:  # recorded on the receipt and logged with its traceback
+        log.exception("materialise.quarantined receipt=%s code=%s", receipt_id, quarantine.FAILED)
+        quarantine.quarantine(node, receipt_id, quarantine.FAILED, quarantine.failure_text(exc))
+        return None
 
 
 def _existing(conn: Connection, receipt_id: str) -> Materialised:

@@ -1,28 +1,36 @@
 """Parse received bytes into a :class:`ParsedMessage`; never raises, whatever the bytes.
 
 The message is parsed with the standard library's ``compat32`` policy, which did not raise on any
-corpus file, and each header is then decoded inside its own guard: it is also handed to
+corpus file, within the bounds of ``ingress.bounds`` (the ``PARSE_*`` budgets: header fields, lines,
+MIME parts), and each header is then decoded inside its own guard: it is also handed to
 ``policy.default``'s structured parser, and a header that parser refuses (``To: (c):``, ``To: "``,
 Exchange's ``Message-ID: <[...=@...]>``, ``Content-Type: ...; name*``) keeps its raw value and is
-recorded as a defect naming the header (``../shared/spec/libraries.md`` §5). ``parse_error`` joins the
-defects; it is ``None`` only when nothing went wrong. The caller keeps the raw bytes; this module
-only reads them.
+recorded as a defect naming the header (``../shared/spec/libraries.md`` §5). A header too complex to
+parse within the budgets (too long, too many encoded words or addresses) is not handed to the
+decoders at all: it keeps its value as received and the defect names the measure and its limit.
+
+Defects are sentences a person can read: the header or part, then what is wrong with it
+(``To: the address list could not be read: an unterminated quoted string``), never a Python exception's
+name. ``parse_error`` joins them; it is ``None`` only when nothing went wrong. The caller keeps the raw
+bytes; this module only reads them.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from email import message_from_bytes, policy
+from email import policy
 from email.errors import HeaderParseError
 from email.header import decode_header
 from email.message import Message
-from email.policy import compat32
 from email.utils import getaddresses, parseaddr, parsedate_to_datetime
 
 from mailnode import budgets
-from mailnode.ingress import attachments, authresults
+from mailnode.ingress import attachments, authresults, bounds
+
+log = logging.getLogger("mailnode.ingress")
 
 #: Headers read as address lists (RFC 5322 §3.6.2, §3.6.3, §3.6.6).
 ADDRESS_LIST_HEADERS = ("to", "cc", "bcc", "resent-to", "resent-cc", "resent-bcc")
@@ -53,6 +61,10 @@ AUTOMATION_HEADERS = frozenset(
         "list-unsubscribe-post",
     }
 )
+#: Headers read as one mailbox or a mailbox list besides the address lists (RFC 5322 §3.6.2).
+MAILBOX_HEADERS = ("from", "sender", "reply-to", "resent-from", "resent-sender")
+#: Headers read as msg-ids (RFC 5322 §3.6.4).
+MSG_ID_HEADERS = ("message-id", "in-reply-to", "references", "resent-message-id")
 #: A msg-id token (RFC 5322 §3.6.4), read leniently: anything between angle brackets.
 _MSG_ID = re.compile(r"<([^<>]*)>")
 #: An address list with an empty element (``a@b,`` or ``a@b,,c@d``).
@@ -149,9 +161,100 @@ class _Defects:
         return tuple(self.items)
 
 
-def _describe(exc: BaseException) -> str:
-    """``ExceptionName: message`` for a defect text."""
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+#: The standard library's defect classes (``email.errors``), in words. A class missing here is named by its
+#: words (``SomeNewDefect`` -> "some new"), never by the class name itself.
+DEFECT_WORDS: dict[str, str] = {
+    "InvalidHeaderDefect": "it does not follow the header's syntax",
+    "HeaderMissingRequiredValue": "it is empty, and this header needs a value",
+    "ObsoleteHeaderDefect": "it uses obsolete syntax (RFC 5322 §4), read anyway",
+    "NonASCIILocalPartDefect": "an address has non-ASCII characters before the @",
+    "InvalidBase64PaddingDefect": "an encoded word's base64 is missing its padding",
+    "InvalidBase64CharactersDefect": "an encoded word's base64 holds characters base64 does not use",
+    "InvalidBase64LengthDefect": "an encoded word's base64 has an impossible length",
+    "UndecodableBytesDefect": "it holds bytes that are not text",
+    "InvalidDateDefect": "the date could not be read",
+    "NoBoundaryInMultipartDefect": "a multipart part declares no boundary, so its parts were not separated",
+    "StartBoundaryNotFoundDefect": "a multipart part's first boundary line is missing",
+    "CloseBoundaryNotFoundDefect": "a multipart part's closing boundary line is missing",
+    "FirstHeaderLineIsContinuationDefect": "the first header line is a continuation of nothing",
+    "MisplacedEnvelopeHeaderDefect": "a mailbox-file 'From ' line appears among the headers",
+    "MissingHeaderBodySeparatorDefect": "a line in the header section is not a header, so the body starts there",
+    "MultipartInvariantViolationDefect": "it says it is multipart but has no parts",
+    "InvalidMultipartContentTransferEncodingDefect": "a multipart part declares an encoding other than 7bit, 8bit or binary",
+    "MalformedHeaderDefect": "a header line is malformed",
+}
+
+
+def defect_words(defect: object) -> str:
+    """A stdlib defect object in words (:data:`DEFECT_WORDS`), with the stdlib's own description when it
+    gives one that is not just the class's: ``it does not follow the header's syntax (invalid address in
+    address-list)``."""
+    name = type(defect).__name__
+    words = DEFECT_WORDS.get(name)
+    if words is None:
+        words = re.sub(r"(?<!^)(?=[A-Z])", " ", name.removesuffix("Defect")).lower().strip() or "a defect"
+    detail = str(defect).strip()
+    if detail and detail != name and len(detail) <= 200 and not re.search(r"\b[A-Z]\w*(Error|Exception)\b", detail):
+        return f"{words} ({detail})"
+    return words
+
+
+def _unbalanced(value: str, opening: str, closing: str) -> bool:
+    """Whether ``value`` opens ``opening`` more often than it closes it, quoted strings skipped."""
+    depth = 0
+    quoted = escaped = False
+    for char in value:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif not quoted and char == opening:
+            depth += 1
+        elif not quoted and char == closing and depth:
+            depth -= 1
+    return depth > 0
+
+
+def _unterminated_quote(value: str) -> bool:
+    """Whether a quoted string in ``value`` is never closed (an odd number of unescaped quotes)."""
+    return len(re.findall(r'(?<!\\)"', value)) % 2 == 1
+
+
+def unreadable_words(key: str, value: str) -> str:
+    """Why the structured parser refused a header, in words (pure): what the header is read as, then the
+    first problem a person can see in ``value`` (RFC 5322 §3.2-3.6, RFC 2045 §5.1 for parameters).
+
+    Args:
+        key: the header name, lower case.
+        value: the unfolded value as received.
+    """
+    if key in ADDRESS_LIST_HEADERS or key in MAILBOX_HEADERS:
+        what = "the address list could not be read"
+    elif key in MSG_ID_HEADERS:
+        what = "the message id could not be read"
+    elif key in ("date", "resent-date"):
+        what = "the date could not be read"
+    elif key.startswith("content-"):
+        what = "its parameters could not be read"
+    else:
+        what = "the value could not be read"
+    if _unterminated_quote(value):
+        why = "a quoted string is never closed"
+    elif _unbalanced(value, "(", ")"):
+        why = "a comment in parentheses is never closed"
+    elif _unbalanced(value, "<", ">"):
+        why = "an angle bracket is never closed"
+    elif key in MSG_ID_HEADERS and re.search(r"[\[\]]", value):
+        why = "square brackets, which a message id may not hold (RFC 5322 §3.6.4)"
+    elif (key in ADDRESS_LIST_HEADERS or key in MAILBOX_HEADERS) and ":" in value:
+        why = "a group (name: addresses;) that has no name or is not closed with ';'"
+    elif key.startswith("content-") and re.search(r";\s*[^=;\s]+\*?\s*(;|$)", value):
+        why = "a parameter has no value"
+    else:
+        why = "its syntax is not valid"
+    return f"{what}: {why}"
 
 
 def _decode_bytes(data: bytes, charset: str | None) -> tuple[str, bool]:
@@ -190,11 +293,11 @@ def decode_words(raw: str) -> tuple[str, str | None]:
     """
     unfolded, replaced = _clean(authresults.unfold(raw))
     if replaced:
-        return unfolded, "8-bit bytes that are not UTF-8"
+        return unfolded, "it holds 8-bit bytes that are not UTF-8; shown with replacement characters"
     try:
         chunks = decode_header(unfolded)
-    except HeaderParseError as exc:  # base64 of an impossible length: "=?utf-8?B?000000000?="
-        return unfolded, _describe(exc)
+    except HeaderParseError:  # base64 of an impossible length: "=?utf-8?B?000000000?="
+        return unfolded, "an encoded word could not be decoded; the value is kept as received"
     text: list[str] = []
     problem: str | None = None
     for chunk, charset in chunks:
@@ -203,12 +306,12 @@ def decode_words(raw: str) -> tuple[str, str | None]:
             continue
         decoded, fell_back = _decode_bytes(chunk, charset or "ascii")
         if fell_back:
-            problem = f"undecodable encoded-word (charset {charset!r})"
+            problem = f"an encoded word in charset {charset!r} did not decode; shown with replacement characters"
         text.append(decoded)
     # A charset such as UTF-7 can decode to a lone surrogate, which no store accepts.
     joined, replaced = _clean("".join(text))
     if replaced:
-        problem = problem or "encoded-word decodes to invalid characters"
+        problem = problem or "an encoded word decodes to invalid characters"
     return joined, problem
 
 
@@ -220,16 +323,18 @@ def _raw_value(value: object) -> str:
 def _structured_check(name: str, value: str, defects: _Defects) -> object | None:
     """Hand the value to ``policy.default``'s header parser, recording what it rejects.
 
-    Returns the structured header object, or ``None`` when the parser raised (the defect names the
-    header and the exception).
+    The caller has kept the value within ``bounds.header_refusal``'s budgets. Returns the structured header
+    object, or ``None`` when the parser raised (the defect names the header and, in words, what is wrong:
+    :func:`unreadable_words`; the stdlib raises IndexError and the like on such values, which says nothing
+    to a reader).
     """
     try:
         header = policy.default.header_factory(name, value)
-    except Exception as exc:
-        defects.add(f"{name}: {_describe(exc)}")
+    except Exception:  # noqa: BLE001 - the stdlib's parser raises IndexError, ValueError... on bad syntax
+        defects.add(f"{name}: {unreadable_words(name.lower(), value)}")
         return None
     for defect in getattr(header, "defects", ()):
-        defects.add(f"{name}: {type(defect).__name__}")
+        defects.add(f"{name}: {defect_words(defect)}")
     return header
 
 
@@ -242,7 +347,7 @@ def _addresses(name: str, value: str, structured: object | None, defects: _Defec
     defect.
     """
     if _EMPTY_LIST_ELEMENT.search(value):
-        defects.add(f"{name}: empty element in address list")
+        defects.add(f"{name}: the address list has an empty entry (a comma with no address)")
     found: list[Address] = []
     addresses = getattr(structured, "addresses", None)
     if addresses is not None:
@@ -269,6 +374,26 @@ def _msg_ids(value: str) -> list[str]:
     return [token for token in value.split() if "@" in token]
 
 
+def _bounded_ids(name: str, value: str, defects: _Defects) -> tuple[str, ...]:
+    """:func:`_msg_ids`, at most ``PARSE_REFERENCES_MAX``: the first (a thread's root) and the newest others;
+    an id over ``PARSE_MSG_ID_MAX_CHARS`` is not read.
+
+    Threading looks each id up in turn, so a References of 300,000 ids would be 300,000 statements.
+    """
+    ids = _msg_ids(value)
+    long_ids = [item for item in ids if len(item) > budgets.PARSE_MSG_ID_MAX_CHARS]
+    if long_ids:
+        defects.add(f"{name}: {len(long_ids):,} message ids longer than {budgets.PARSE_MSG_ID_MAX_CHARS:,} characters "
+                    "were not read")
+        ids = [item for item in ids if len(item) <= budgets.PARSE_MSG_ID_MAX_CHARS]
+    keep = budgets.PARSE_REFERENCES_MAX
+    if len(ids) <= keep:
+        return tuple(ids)
+    defects.add(f"{name}: it lists {len(ids):,} message ids; the first and the newest {keep - 1:,} were read "
+                f"(the limit is {keep:,})")
+    return (ids[0], *ids[len(ids) - (keep - 1):])
+
+
 def _date(value: str, defects: _Defects) -> datetime | None:
     """The Date header as aware UTC, or ``None`` (recorded) when unreadable.
 
@@ -277,18 +402,18 @@ def _date(value: str, defects: _Defects) -> datetime | None:
     """
     try:
         when = parsedate_to_datetime(value)
-    except Exception as exc:
-        defects.add(f"Date: {_describe(exc)}")
+    except Exception:  # noqa: BLE001 - the stdlib raises ValueError, TypeError, IndexError on odd dates
+        defects.add(f"Date: the date could not be read: {value[:80]!r} is not an RFC 5322 date")
         return None
     if when is None:
-        defects.add("Date: unreadable")
+        defects.add(f"Date: the date could not be read: {value[:80]!r} is not an RFC 5322 date")
         return None
     if when.tzinfo is None:
         return when.replace(tzinfo=UTC)
     try:
         return when.astimezone(UTC)
-    except (OverflowError, ValueError) as exc:
-        defects.add(f"Date: {_describe(exc)}")
+    except (OverflowError, ValueError):
+        defects.add(f"Date: the date could not be read: {value[:80]!r} is out of the range of dates")
         return None
 
 
@@ -308,49 +433,79 @@ def _text_body(message: Message, defects: _Defects) -> str | None:
         charset = part.get_content_charset()
         text, fell_back = _decode_bytes(payload, charset)
         if fell_back:
-            defects.add(f"body: charset {charset!r} did not decode")
+            defects.add(f"body: the text did not decode as its declared charset {charset!r}; shown with "
+                        "replacement characters")
         return text
     return None
 
 
+def _auth_words(error: str) -> str:
+    """``authresults.parse_header``'s error token or text, in words."""
+    if error == "too_long":
+        return (f"it is longer than {budgets.AUTH_RESULTS_MAX_BYTES:,} bytes (AUTH_RESULTS_MAX_BYTES); its results "
+                "were not read")
+    if error == "empty":
+        return "it is empty"
+    return "it does not follow the syntax of RFC 8601; its results were read leniently"
+
+
 def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
-    """The parse itself; each step that can fail is guarded where it happens."""
-    message = message_from_bytes(raw, policy=compat32)
-    for defect in getattr(message, "defects", ()):
-        defects.add(f"message: {type(defect).__name__}")
+    """The parse itself, within ``ingress.bounds``; each step that can fail is guarded where it happens."""
+    loaded = bounds.load(raw)
+    for note in loaded.notes:
+        defects.add(note)
+    message = loaded.message
+    # A body not read leaves a multipart without parts: the parser's defects then describe the cut, not the mail.
+    for defect in getattr(message, "defects", ()) if loaded.body_read else ():
+        defects.add(f"message: {defect_words(defect)}")
     headers: list[tuple[str, str]] = []
     structured: dict[str, object | None] = {}
     first: dict[str, str] = {}
     raw_first: dict[str, str] = {}
+    refused: set[str] = set()
     auth_values: list[str] = []
+    spent = 0
     for name, value in message.raw_items():
         raw_value = _raw_value(value)
+        key = name.lower()
+        unfolded = _clean(authresults.unfold(raw_value))[0]
+        refusal = bounds.header_refusal(unfolded, address_list=key in ADDRESS_LIST_HEADERS or key in MAILBOX_HEADERS,
+                                        spent_chars=spent)
+        if refusal is not None:
+            # Too complex to parse within the budgets: kept as received, read by nothing else.
+            defects.add(f"{name}: too complex to read because {refusal}; kept as received")
+            headers.append((name, unfolded))
+            if key not in first and key != "authentication-results":
+                first[key] = raw_first[key] = unfolded
+                structured[key] = None
+                refused.add(key)
+            continue
+        spent += len(unfolded)
         decoded, problem = decode_words(raw_value)
         if problem:
             defects.add(f"{name}: {problem}")
         headers.append((name, decoded))
-        key = name.lower()
         if key == "authentication-results":
             auth_values.append(raw_value)
             parsed_auth = authresults.parse_header(raw_value)
             if parsed_auth.error:
-                defects.add(f"{name}: {parsed_auth.error}")
+                defects.add(f"{name}: {_auth_words(parsed_auth.error)}")
             continue
         if key in first:
             continue
         first[key] = decoded
         # Structured parsers read the raw value: they decode encoded-words only where RFC 2047 §5
         # allows them, so a decoded display name holding a comma is not split into two addresses.
-        raw_first[key] = _clean(authresults.unfold(raw_value))[0]
+        raw_first[key] = unfolded
         structured[key] = _structured_check(name, raw_first[key], defects)
     lists: dict[str, tuple[Address, ...]] = {}
     for key in ADDRESS_LIST_HEADERS:
-        if key in first:
+        if key in first and key not in refused:
             lists[key] = tuple(_addresses(key.title(), raw_first[key], structured.get(key), defects))
         else:
             lists[key] = ()
     from_: Address | None = None
-    if "from" in first:
+    if "from" in first and "from" not in refused:
         senders = _addresses("From", raw_first["from"], structured.get("from"), defects)
         if senders:
             from_ = senders[0]
@@ -358,13 +513,13 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
             name, addr = parseaddr(raw_first["from"])
             name = decode_words(name)[0]
             from_ = Address(name=name, address=addr) if addr or name else None
-    message_ids = _msg_ids(raw_first.get("message-id", ""))
-    date = _date(raw_first["date"], defects) if "date" in first else None
+    message_ids = _bounded_ids("Message-ID", raw_first.get("message-id", ""), defects)[:1]
+    date = _date(raw_first["date"], defects) if "date" in first and "date" not in refused else None
     content_type = message.get_content_type()
     return ParsedMessage(
         message_id=message_ids[0] if message_ids else None,
-        in_reply_to=tuple(_msg_ids(raw_first.get("in-reply-to", ""))),
-        references=tuple(_msg_ids(raw_first.get("references", ""))),
+        in_reply_to=_bounded_ids("In-Reply-To", raw_first.get("in-reply-to", ""), defects),
+        references=_bounded_ids("References", raw_first.get("references", ""), defects),
         subject=first.get("subject"),
         from_=from_,
         to=lists["to"],
@@ -377,8 +532,8 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
         content_type=content_type,
         headers=tuple(headers),
         authentication_results=tuple(auth_values),
-        text_body=_text_body(message, defects),
-        attachments=attachments.summarise(message),
+        text_body=_text_body(message, defects) if loaded.body_read else None,
+        attachments=attachments.summarise(message) if loaded.body_read else attachments.AttachmentSummary(()),
     )
 
 
@@ -419,8 +574,9 @@ def parse_message(raw: bytes) -> ParsedMessage:
     defects = _Defects()
     try:
         parsed = _parse(bytes(raw), defects)
-    except Exception as exc:  # The last guard: the stdlib parser itself failed on these bytes.
-        defects.add(f"message: {_describe(exc)}")
+    except Exception:  # the last guard: the stdlib parser itself failed on bounded bytes (logged)
+        log.warning("parse.failed: the message structure could not be read", exc_info=True)
+        defects.add("message: the message structure could not be read; the raw message keeps it")
         parsed = _empty()
     found = defects.result()
     if not found:

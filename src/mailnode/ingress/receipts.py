@@ -37,6 +37,34 @@ def normalise_reverse_path(value: str | None) -> str:
     return text.strip("<>")
 
 
+def recipient_key(address: str) -> str:
+    """The form two envelope recipients are compared in: the local part as written, the domain lower-cased.
+
+    RFC 5321 §2.4: the local part of a mailbox "MUST BE treated as case sensitive", while domain names are
+    not; angle brackets and surrounding blanks are not part of the address. ``"A@Example.TEST"`` and
+    ``"<A@example.test>"`` are one recipient; ``"a@example.test"`` is another.
+    """
+    text = (address or "").strip().strip("<>").strip()
+    local, at, domain = text.rpartition("@")
+    return f"{local}@{domain.lower()}" if at else text
+
+
+def distinct_routes(routes: tuple[Route, ...]) -> tuple[Route, ...]:
+    """The routes with repeats dropped (compared by :func:`recipient_key` of the routed address), first kept.
+
+    One SMTP transaction (or one ingested file) delivers once per address however often ``RCPT TO`` named
+    it (issue 14 item 2: 2,000 repeats of one recipient made 2,000 receipts, cases and Butler runs).
+    """
+    seen: set[str] = set()
+    kept: list[Route] = []
+    for route in routes:
+        key = recipient_key(route.address)
+        if key not in seen:
+            seen.add(key)
+            kept.append(route)
+    return tuple(kept)
+
+
 def too_large(size: int) -> MailnodeError:
     """``E_MESSAGE_TOO_LARGE`` naming the limit, its value and the ask."""
     return MailnodeError(
@@ -50,7 +78,9 @@ def too_large(size: int) -> MailnodeError:
 
 
 def accept(node: Node, raw: bytes, envelope: Envelope) -> list[str]:
-    """Store ``raw`` and write one receipt per route; returns the receipt ids in route order.
+    """Store ``raw`` and write one receipt per distinct route; returns the receipt ids in route order.
+
+    A route repeated in the envelope (same address by :func:`recipient_key`) gets one receipt.
 
     Raises ``E_MESSAGE_TOO_LARGE`` (413) before anything is written, ``E_NO_RECIPIENTS`` (422) when
     no route is given, ``OSError`` or a database error when a write fails (nothing committed).
@@ -65,7 +95,7 @@ def accept(node: Node, raw: bytes, envelope: Envelope) -> list[str]:
     now = node.clock.now()
     ids: list[str] = []
     with node.begin() as conn:
-        for route in envelope.routes:
+        for route in distinct_routes(envelope.routes):
             rid = new_id("rcpt")
             conn.execute(ingress_receipts.insert().values(
                 id=rid, org_id=route.org_id, mailbox_id=route.mailbox_id,

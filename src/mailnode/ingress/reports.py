@@ -31,6 +31,9 @@ from typing import Any
 
 import flufl.bounce
 
+from mailnode import budgets
+from mailnode.ingress import bounds
+
 
 class ReportKind(enum.StrEnum):
     """What a message reports: ``delivery_status`` (RFC 3464 or an equivalent notice),
@@ -587,8 +590,10 @@ def _plain_text(message: Message) -> DeliveryReport | None:
     )
 
 
-def _read(message: Message) -> DeliveryReport:
-    """The readers in order; the first that recognises the message decides."""
+def _read(message: Message, lines: int) -> DeliveryReport:
+    """The readers in order; the first that recognises the message decides. The plain-text readers
+    (flufl.bounce's detectors run about 50 regular expressions over every line) are skipped for a message of
+    more than ``REPORT_TEXT_READERS_MAX_LINES`` lines."""
     structured = _rfc3464(message)
     if structured is not None and structured.recipients:
         return structured
@@ -599,7 +604,8 @@ def _read(message: Message) -> DeliveryReport:
         provider = provider_reader(message)
         if provider is not None:
             return provider
-    for reader in (_flufl, _plain_text):
+    text_readers = (_flufl, _plain_text) if lines <= budgets.REPORT_TEXT_READERS_MAX_LINES else ()
+    for reader in text_readers:
         found = reader(message)
         if found is not None:
             return found
@@ -626,7 +632,8 @@ def _with_boundary(message: Message, raw: bytes) -> Message:
     if found is None:
         return message
     header = f'Content-Type: {message.get_content_type()}; boundary="{found.group(1)}"\r\n'
-    return message_from_bytes(header.encode("ascii", "replace") + raw, policy=compat32)
+    reparsed = bounds.load(header.encode("ascii", "replace") + raw)  # within the same PARSE_* budgets
+    return reparsed.message if reparsed.body_read else message
 
 
 def read_report(raw: bytes) -> DeliveryReport:
@@ -636,17 +643,21 @@ def read_report(raw: bytes) -> DeliveryReport:
         raw: the message exactly as received.
 
     Returns:
-        A :class:`DeliveryReport`: ``kind=none`` for ordinary mail; for a report, its recipients
+        A :class:`DeliveryReport`: ``kind=none`` for ordinary mail, and for a message past the parsing budgets
+        of ``ingress.bounds`` (its parts are not read); for a report, its recipients
         with status, action and diagnostic where the report gives them. When reading fails part way
         (a detector raised, or the report is recognised but empty), ``problem`` is ``unreadable`` and
         ``kind`` says what it looked like.
     """
     try:
-        message = _with_boundary(message_from_bytes(bytes(raw), policy=compat32), bytes(raw))
-    except Exception:
+        loaded = bounds.load(bytes(raw))
+        if not loaded.body_read:  # past the PARSE_* budgets: the parts are not read, so neither is a report
+            return NOT_A_REPORT
+        message = _with_boundary(loaded.message, bytes(raw))
+    except Exception:  # noqa: BLE001 - the stdlib parser failed on bounded bytes: kept as a message
         return DeliveryReport(kind=ReportKind.NONE, source=ReportSource.NONE, problem=UNREADABLE)
     try:
-        return _read(message)
+        return _read(message, raw.count(b"\n"))
     except Exception:  # A reader or flufl.bounce detector raised: keep the message, mark the report.
         looks = message.get_content_type() == "multipart/report" or _looks_like_notice(message)
         kind = ReportKind.DELIVERY_STATUS if looks else ReportKind.NONE

@@ -9,6 +9,8 @@ Behaviour (RFC 5321):
   with a bare LF line ending is refused ``550 5.5.2`` (RFC 5321 §2.3.8; SMTP smuggling), on top of
   aiosmtpd ending DATA only at CRLF.CRLF.
 - ``MAIL FROM:<>`` (the null reverse path of bounces) is accepted.
+- A recipient repeated in one transaction (compared by ``receipts.recipient_key``: local part as written,
+  domain case-insensitively, RFC 5321 §2.4) is answered ``250`` again but delivered once.
 - The reply to ``DATA`` is ``250`` only after ``receipts.accept`` stored the bytes and committed one
   receipt per delivered-to address; any failure there answers ``451`` so the client retries.
 Per-transaction state (the routes of the current envelope) is kept apart from the connection.
@@ -55,6 +57,8 @@ class IngressHandler:
         # Per transaction: aiosmtpd makes a new Envelope for each MAIL FROM, so keying on it keeps
         # one transaction's routes from leaking into the next on the same connection.
         self._routes: weakref.WeakKeyDictionary[Envelope, list[routing.Route]] = weakref.WeakKeyDictionary()
+        #: The recipient keys (``receipts.recipient_key``) already accepted in each transaction.
+        self._seen: weakref.WeakKeyDictionary[Envelope, set[str]] = weakref.WeakKeyDictionary()
 
     def _resolve(self, address: str) -> routing.Route | None:
         with self.node.read() as conn:
@@ -65,6 +69,10 @@ class IngressHandler:
         """Accept a recipient of this node, refuse anything else with 550 5.1.1."""
         if not address or address.strip() in ("<>", ""):
             return REPLY_NULL_RECIPIENT
+        key = receipts.recipient_key(address)
+        seen = self._seen.setdefault(envelope, set())
+        if key in seen:
+            return REPLY_OK  # already a recipient of this transaction: one delivery per address
         try:
             route = await asyncio.to_thread(self._resolve, address)
         except Exception:  # noqa: BLE001 - a database fault is a temporary refusal, logged with its traceback
@@ -73,6 +81,7 @@ class IngressHandler:
         if route is None:
             return REPLY_UNKNOWN_RECIPIENT.format(address=address)
         envelope.rcpt_tos.append(address)
+        seen.add(key)
         self._routes.setdefault(envelope, []).append(route)
         return REPLY_OK
 
@@ -80,6 +89,7 @@ class IngressHandler:
         """Store the bytes and the receipts, then answer 250; 552 over the size limit; 451 on failure."""
         raw = envelope.original_content or b""
         routes = tuple(self._routes.pop(envelope, []))
+        self._seen.pop(envelope, None)
         if _BARE_LF.search(raw):
             # aiosmtpd (since 1.4.5) no longer ends DATA at a bare-LF dot, but a message carrying bare LFs
             # is the raw material of SMTP smuggling through other hops; refuse it as Postfix does.

@@ -29,8 +29,22 @@ ingress_receipts = Table(
     #: When the receipt's durable workflow (materialise, then the Butler trigger) finished. A receipt
     #: materialised in-process by ``mailnode ingest`` has none yet, so ``serve``'s scan still triggers it.
     Column("workflow_done_at", UTCDateTime, nullable=True),
+    #: Materialisation attempts started (counted, and committed, before parsing begins) and when the last began.
+    #: A receipt attempted ``MATERIALISE_ATTEMPTS_MAX`` times without finishing (the process died each time,
+    #: the kernel's out-of-memory killer among the causes) is quarantined on the next attempt (0012).
+    Column("materialise_attempts", Integer, nullable=False, server_default="0"),
+    Column("materialise_started_at", UTCDateTime, nullable=True),
+    #: Set when materialisation raised or was abandoned: the receipt keeps its raw bytes, the repair scan skips
+    #: it, doctor (``receipts_quarantined``) and ``GET /api/receipts`` show it, and an administrator re-drives
+    #: it (``ingress.quarantine``). ``quarantine_code`` is ``E_MATERIALISE_FAILED`` or ``E_MATERIALISE_ABANDONED``.
+    Column("quarantined_at", UTCDateTime, nullable=True),
+    Column("quarantine_code", String(40), nullable=True),
+    Column("quarantine_error", Text, nullable=True),
+    #: How many times an administrator re-drove it; part of the durable workflow id (``workflows.workflow_id``).
+    Column("redrives", Integer, nullable=False, server_default="0"),
     Index("ix_ingress_receipts_unmaterialised", "materialised_at", "received_at"),
     Index("ix_ingress_receipts_workflow_pending", "workflow_done_at", "received_at"),
     #: ``notify.retention_io.referenced``: does a receipt still name this blob (0011).
     Index("ix_ingress_receipts_sha256", "sha256"),
+    Index("ix_ingress_receipts_quarantined", "quarantined_at"),
 )

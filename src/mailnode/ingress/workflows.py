@@ -3,12 +3,17 @@
 The receipt commits in mailnode's database and the workflow starts in DBOS's, so a crash between the two
 is repaired by ``scan_unmaterialised`` (at start-up and on a schedule), not by DBOS. Starting the same
 workflow id twice returns the existing run, and ``materialise_receipt`` is itself idempotent.
+
+A receipt whose materialisation raises, or which was attempted ``MATERIALISE_ATTEMPTS_MAX`` times without
+finishing, is quarantined (``ingress.quarantine``): its workflow ends without the Butler trigger, the step is
+never retried (``retries_allowed=False``), and the scan skips it, so a message that kills the process is not
+parsed again at every start. A re-drive clears the quarantine and counts ``redrives``, which is part of the
+workflow id: the re-driven materialisation is a new workflow, not the finished one found again.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -16,24 +21,23 @@ from dbos import DBOS, SetWorkflowID
 from sqlalchemy import or_, select, update
 
 from mailnode import budgets, runtime
-from mailnode.ingress.materialise import materialise_receipt
+from mailnode.ingress.materialise import materialise_or_quarantine
 from mailnode.ingress.tables import ingress_receipts
 
 log = logging.getLogger("mailnode.ingress")
 
 
-def workflow_id(receipt_id: str) -> str:
-    """The DBOS workflow id of a receipt's materialisation."""
-    return f"materialise-{receipt_id}"
+def workflow_id(receipt_id: str, redrives: int = 0) -> str:
+    """The DBOS workflow id of a receipt's materialisation (``-r<n>`` after its n-th re-drive)."""
+    return f"materialise-{receipt_id}" if redrives == 0 else f"materialise-{receipt_id}-r{redrives}"
 
 
-@DBOS.step()
-def materialise_step(receipt_id: str) -> str:
-    """Materialise one receipt; returns the message id."""
+@DBOS.step(retries_allowed=False)
+def materialise_step(receipt_id: str) -> str | None:
+    """Materialise one receipt; returns the message id, or ``None`` when the receipt is quarantined."""
     node = runtime.current_node()
-    if node.settings.fault_materialise_delay_seconds:
-        time.sleep(node.settings.fault_materialise_delay_seconds)
-    return materialise_receipt(node, receipt_id).message_id
+    done = materialise_or_quarantine(node, receipt_id)
+    return done.message_id if done is not None else None
 
 
 @DBOS.step()
@@ -47,11 +51,14 @@ def mark_workflow_done(receipt_id: str) -> None:
 
 
 @DBOS.workflow()
-def materialise_workflow(receipt_id: str) -> str:
+def materialise_workflow(receipt_id: str) -> str | None:
     """The durable unit of a delivery: materialise, run the ``AFTER_MATERIALISE`` hooks (the Butler
     trigger), then mark the receipt done. For a receipt ``mailnode ingest`` already materialised, the
-    first step returns the existing message and the hooks still run."""
+    first step returns the existing message and the hooks still run. A quarantined receipt ends the workflow
+    there (``None``): no hook runs and the receipt is not marked done until a re-drive materialises it."""
     message_id = materialise_step(receipt_id)
+    if message_id is None:
+        return None
     for hook in AFTER_MATERIALISE:
         hook(message_id)
     mark_workflow_done(receipt_id)
@@ -69,28 +76,31 @@ from mailnode.butler.trigger import trigger_workflow  # noqa: E402
 AFTER_MATERIALISE.append(trigger_workflow)
 
 
-def start(receipt_ids: list[str]) -> None:
-    """Start (or find) the materialisation workflow of each receipt."""
+def start(receipt_ids: list[str], redrives: dict[str, int] | None = None) -> None:
+    """Start (or find) the materialisation workflow of each receipt; ``redrives`` gives a re-driven receipt's
+    count (absent: 0), which picks its workflow id."""
     for rid in receipt_ids:
-        with SetWorkflowID(workflow_id(rid)):
+        with SetWorkflowID(workflow_id(rid, (redrives or {}).get(rid, 0))):
             DBOS.start_workflow(materialise_workflow, rid)
 
 
 def scan_unmaterialised(limit: int = budgets.MATERIALISE_SCAN_BATCH) -> int:
     """Start workflows for receipts whose workflow never finished: unmaterialised ones (a crash between the
     receipt and the workflow start) and ones ``mailnode ingest`` materialised without the durable executor
-    (their Butler trigger is still owed). Returns how many were found; a workflow already running is found,
-    not started twice (its id is the receipt's)."""
+    (their Butler trigger is still owed). Quarantined receipts are skipped: they wait for a re-drive. Returns
+    how many were found; a workflow already running is found, not started twice (its id is the receipt's and
+    its re-drive count)."""
     node = runtime.current_node()
     t = ingress_receipts.c
     with node.read() as conn:
-        ids = [r.id for r in conn.execute(
-            select(t.id).where(or_(t.materialised_at.is_(None), t.workflow_done_at.is_(None)))
-            .order_by(t.received_at).limit(limit)).all()]
-    if ids:
-        log.info("materialise.scan found=%d", len(ids))
-        start(ids)
-    return len(ids)
+        rows = conn.execute(
+            select(t.id, t.redrives).where(or_(t.materialised_at.is_(None), t.workflow_done_at.is_(None)),
+                                           t.quarantined_at.is_(None))
+            .order_by(t.received_at).limit(limit)).all()
+    if rows:
+        log.info("materialise.scan found=%d", len(rows))
+        start([r.id for r in rows], {r.id: r.redrives for r in rows})
+    return len(rows)
 
 
 @DBOS.workflow()
