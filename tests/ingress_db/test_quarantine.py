@@ -102,7 +102,7 @@ def test_only_an_administrator_sees_or_redrives_and_refusals_are_readable(
     bob = api.post("/api/users", json={"email": "bob@example.test", "name": "Bob"}, headers=H(installed.token))
     with node.begin() as conn:
         _, bob_token = create_token(conn, org_id=installed.org_id, principal_id=bob.json()["user"]["id"],
-                                    at=node.clock.now(), actor_id=installed.user_id)
+                                    at=node.clock.now(), actor_id=installed.user_id, label="test")
     monkeypatch.setattr(node.settings, "fault_materialise_memory_error", True)
     rid = _accept(node)
     materialise_or_quarantine(node, rid)
