@@ -19,11 +19,27 @@ import httpx
 MAILNODE = [sys.executable, "-m", "mailnode.cli"]
 
 
+#: Ports a served node listens on are drawn below Linux's ephemeral range (32768-60999 by default): a port the
+#: kernel handed out as free can otherwise become the local end of some other outgoing connection (the suite
+#: opens many, to PostgreSQL among others) before ``serve`` binds it, and ``serve`` then exits.
+_LISTEN_PORTS = (20000, 32000)
+#: How many times ``Served.start`` draws new ports when ``serve`` could not bind the ones it was given.
+_BIND_TRIES = 4
+
+
 def free_port() -> int:
-    """A loopback TCP port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback TCP port below the ephemeral range that nobody uses right now."""
+    import random
+
+    for _ in range(200):
+        port = random.randrange(*_LISTEN_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free loopback port in {_LISTEN_PORTS}")
 
 
 def served_env(database_url: str, **settings: str) -> dict[str, str]:
@@ -32,6 +48,10 @@ def served_env(database_url: str, **settings: str) -> dict[str, str]:
     env["MAILNODE_DATABASE_URL"] = database_url
     env.update(settings)
     return env
+
+
+class _PortTaken(Exception):
+    """``serve`` exited because a port it was given was taken before it could bind it."""
 
 
 class Served:
@@ -51,7 +71,18 @@ class Served:
         self.headers = {"Authorization": f"Bearer {self.installed['token']}"}
 
     def start(self, **extra_env: str) -> Served:
-        """Start ``mailnode serve`` (with ``extra_env`` on top of the fixture's) and wait for ``/api/health``."""
+        """Start ``mailnode serve`` (with ``extra_env`` on top of the fixture's) and wait for ``/api/health``.
+
+        When ``serve`` exits because one of its ports was taken in the meantime, new ports are drawn and it is
+        started again (``_BIND_TRIES`` at most); any other early exit fails with the end of its log."""
+        for _ in range(_BIND_TRIES - 1):
+            try:
+                return self._start_once(extra_env)
+            except _PortTaken:
+                self.http, self.smtp = free_port(), free_port()
+        return self._start_once(extra_env)
+
+    def _start_once(self, extra_env: dict[str, str]) -> Served:
         # The log file lives as long as the process writing to it; ``stop`` and ``kill9`` close it.
         path = self.data_dir / f"serve-{time.time_ns()}.log"
         log = open(path, "wb")  # noqa: SIM115
@@ -67,7 +98,12 @@ class Served:
                     return self
             except httpx.HTTPError:
                 pass
-            assert self.proc.poll() is None, "mailnode serve exited"
+            if self.proc.poll() is not None:
+                self._close_logs()
+                tail = path.read_text(errors="replace")[-3000:]
+                if "address already in use" in tail.lower():
+                    raise _PortTaken(tail)
+                raise AssertionError(f"mailnode serve exited ({self.proc.returncode}):\n{tail}")
             time.sleep(0.2)
         raise AssertionError("mailnode serve did not answer within 60 s")
 
