@@ -386,7 +386,7 @@ class AttachmentSummary:
         return {item.content_id: item.part_id for item in self.attachments if item.content_id}
 
 
-def _filename(part: Message) -> str | None:
+def filename_of(part: Message) -> str | None:
     """The part's decoded file name, or ``None``.
 
     ``get_filename`` collapses RFC 2231 values; ``get_param`` answers a bare ``name*`` parameter
@@ -412,27 +412,29 @@ def content_id(part: Message) -> str | None:
     return text or None
 
 
-def _is_encapsulated(part: Message) -> bool:
-    """Whether compat32 parsed ``part`` as an encapsulated message (``message/rfc822`` or ``message/global``,
-    RFC 2046 §5.2.1, RFC 6532 §3.5) whose payload is that message."""
+def _encapsulated(part: Message) -> Message | None:
+    """The message ``part`` encapsulates when compat32 parsed it as one (``message/rfc822`` or
+    ``message/global``, RFC 2046 §5.2.1, RFC 6532 §3.5), else ``None``."""
     if part.get_content_type() not in ("message/rfc822", "message/global"):
-        return False
+        return None
     payload = part.get_payload()
-    return isinstance(payload, list) and len(payload) == 1 and isinstance(payload[0], Message)
+    if isinstance(payload, list) and len(payload) == 1 and isinstance(payload[0], Message):
+        return payload[0]
+    return None
 
 
 def is_attachment(part: Message) -> bool:
     """Whether a leaf part is an attachment: ``Content-Disposition: attachment`` or a file name."""
     if part.is_multipart():
         return False
-    return _disposition(part) == "attachment" or _filename(part) is not None
+    return _disposition(part) == "attachment" or filename_of(part) is not None
 
 
 def sections(message: Message) -> Iterator[tuple[str, Message]]:
     """Every part with its IMAP section number (RFC 3501 §6.4.5), depth first, in order, without recursion.
 
     A message that is not multipart is one part, ``"1"``. The children of a multipart are numbered from 1
-    under its number. An encapsulated message (:func:`_is_encapsulated`) at ``n`` is yielded itself, then its
+    under its number. An encapsulated message (:func:`_encapsulated`) at ``n`` is yielded itself, then its
     own parts under ``n`` (its body alone is ``n.1`` when it is not multipart). Multipart containers are
     yielded too, so callers filter. The number of parts is bounded by ``PARSE_MIME_PARTS_MAX`` before any
     parse (``ingress.bounds``).
@@ -451,8 +453,8 @@ def sections(message: Message) -> Iterator[tuple[str, Message]]:
     while stack:
         number, part = stack.pop()
         yield number, part
-        if _is_encapsulated(part):
-            inner = part.get_payload()[0]
+        inner = _encapsulated(part)
+        if inner is not None:
             if inner.is_multipart():
                 stack.extend(reversed(children(number, inner)))
             else:
@@ -469,8 +471,8 @@ def listed(part: Message) -> bool:
     a ``multipart/related`` body (an inline image) are listed. Body text and HTML, and the machine parts of a
     delivery report (``message/delivery-status``), are not.
     """
-    if _is_encapsulated(part):
-        return _disposition(part) == "attachment" or _filename(part) is not None
+    if _encapsulated(part) is not None:
+        return _disposition(part) == "attachment" or filename_of(part) is not None
     if part.is_multipart():
         return False
     if is_attachment(part):
@@ -482,8 +484,8 @@ def listed(part: Message) -> bool:
 def part_bytes(part: Message) -> bytes:
     """The decoded bytes of one listed part (RFC 2045 §6 transfer encodings undone; an attached message's
     own bytes). Raises what the stdlib raises on a malformed part; callers guard."""
-    if _is_encapsulated(part):
-        inner = part.get_payload()[0]
+    inner = _encapsulated(part)
+    if inner is not None:
         return inner.as_bytes()
     payload = part.get_payload(decode=True)
     return payload if isinstance(payload, bytes) else b""
@@ -510,7 +512,7 @@ def summarise(message: Message) -> AttachmentSummary:
         if not listed(part):
             continue
         content_type = part.get_content_type()
-        name = _filename(part)
+        name = filename_of(part)
         try:
             data = part_bytes(part)
         except Exception:  # noqa: BLE001 - the stdlib raises many kinds on malformed parts; recorded below

@@ -477,7 +477,7 @@ def _bodies(message: Message, defects: _Defects) -> Bodies:
         return Bodies(text=text, text_type="text/plain" if text is not None else None)
     html, cut = htmlbody.bounded(_decoded(html_part_found, "HTML", defects) or "")
     if cut:
-        defects.add(f"body: the HTML part {cut}; the raw message keeps the rest")
+        defects.add(f"body: the HTML part was cut: {cut}; the raw message keeps the rest")
     refused = htmlbody.refusal(html)
     if refused:
         defects.add(f"body: the HTML part is not shown because {refused}; the raw message keeps it")
