@@ -195,3 +195,11 @@ def test_nesting_counts_what_the_parser_keeps_open() -> None:
     assert htmlbody.nesting("<div><div></div><div><span>x</span></div></div>") == 3
     assert htmlbody.nesting("<div>" * 1000) == budgets.HTML_NESTING_MAX + 1
     assert htmlbody.nesting("</b>" * 10 + "<b>x</b>") == 1
+
+
+def test_a_cut_never_halves_a_tag() -> None:
+    html = "<p>a</p>" * (budgets.HTML_BODY_MAX_CHARS // 8) + "<table><tr><td>b</td></tr></table>"
+    cut, note = htmlbody.bounded(html[:budgets.HTML_BODY_MAX_CHARS + 3] + "x" * 10)
+    assert cut.endswith("</p>") and note is not None and "the first 524,288 were read" in note
+    cut, note = htmlbody.bounded("<p>a</p>" * (budgets.HTML_BODY_MAX_CHARS // 8 - 1) + "xxxxx<table>" + "y" * 100)
+    assert cut.endswith("</p>xxxxx") and note is not None and "the first 524,285 were read" in note

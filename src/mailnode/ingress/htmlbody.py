@@ -121,12 +121,18 @@ def refusal(html: str) -> str | None:
 
 
 def bounded(html: str) -> tuple[str, str | None]:
-    """``html`` cut to ``budgets.HTML_BODY_MAX_CHARS`` characters, and a note in words when it was cut."""
+    """``html`` cut to at most ``budgets.HTML_BODY_MAX_CHARS`` characters (before a tag the cut would halve),
+    and a note in words when it was cut."""
     limit = budgets.HTML_BODY_MAX_CHARS
     if len(html) <= limit:
         return html, None
-    return html[:limit], (f"it is {len(html):,} characters long; the first {limit:,} were read "
-                          "(HTML_BODY_MAX_CHARS)")
+    cut = html[:limit]
+    # A tag cut in half would be read as text ("<tr><td>ce" shows "<"), so the cut ends before it.
+    last_open = cut.rfind("<")
+    if last_open > cut.rfind(">"):
+        cut = cut[:last_open]
+    return cut, (f"it is {len(html):,} characters long; the first {len(cut):,} were read "
+                 "(HTML_BODY_MAX_CHARS)")
 
 
 def to_text(html: str) -> str:
