@@ -110,14 +110,15 @@ PARSE_REFERENCES_MAX = 100
 PARSE_MSG_ID_MAX_CHARS = 998
 #: Characters of an HTML body handed to the sanitiser (nh3) and to the HTML-to-text converter (inscriptis);
 #: past it the rest is not read and a defect says so (the raw message keeps it). Gmail clips a message's HTML
-#: at 102 KB; this is five times that. Measured (bench/html_body.py): 512 KiB of table cells, inscriptis's
-#: costliest shape, converts in about 1.1 s and 80 MiB; nh3 sanitises 5 MB of paragraphs in 0.6 s.
+#: at 102 KB; this is five times that. Measured (bench/html_body.py, docs/performance.md "HTML bodies"): 580,000
+#: characters of table rows, inscriptis's costliest shape, convert in 0.75 s and 60 MiB; nh3 sanitises them in
+#: 0.04 s.
 HTML_BODY_MAX_CHARS = 512 * 1024
 #: Elements open at once in an HTML body (counted leniently over its tags, elements the parser closes by
 #: itself such as ``p``, ``li`` and ``td`` not counted) past which it is neither sanitised nor converted to
-#: text. Measured: nh3 (html5ever) is quadratic in nesting, 20,000 unclosed ``div`` cost 0.7 s and 60,000 cost
-#: 7.8 s, while lxml stops at 256 levels and inscriptis then returns nothing. Real newsletters nest tables
-#: 20-40 deep.
+#: text. Measured (bench/html_body.py): nh3 (html5ever) is quadratic in nesting, 20,000 unclosed ``div`` cost
+#: 0.5 s and 60,000 cost 4.5 s, while lxml stops at 256 levels and inscriptis then returns nothing. Real
+#: newsletters nest tables 20-40 deep.
 HTML_NESTING_MAX = 256
 #: Bytes read to sniff an attachment's type (WHATWG MIME Sniffing §5.2 reads 1,445 bytes).
 ATTACHMENT_SNIFF_BYTES = 1445
