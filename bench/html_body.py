@@ -10,7 +10,6 @@ the HTML's length, the CPU seconds of ``nh3.clean`` (with ``ingress.htmlbody``'s
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 

@@ -3,15 +3,16 @@ list by part id, safe file names and sniffed types; pure, no database."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from email.message import EmailMessage
 
 import pytest
+from tests.corpus import message_files
 
 from mailnode import budgets
 from mailnode.ingress import attachments, htmlbody, reading
 from mailnode.ingress.parse import parse_message
-from tests.corpus import message_files
 
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 40
@@ -130,7 +131,7 @@ def test_attachments_are_listed_by_part_with_what_a_reader_needs() -> None:
         "image/png", "image/png", True, "chart@remote.test", len(PNG))
     assert (pdf.filename, pdf.safe_filename, pdf.content_type, pdf.sniffed_type, pdf.inline, pdf.danger) == (
         "Rechnung März 2026.pdf", "Rechnung März 2026.pdf", "application/pdf", "application/pdf", False, None)
-    assert pdf.sha256 == "%s" % __import__("hashlib").sha256(PDF).hexdigest()
+    assert pdf.sha256 == hashlib.sha256(PDF).hexdigest()
     seen = reading.read("msg_9", text_body=parsed.text_body, text_body_type="text/plain",
                         stored=parsed.attachments.attachments, raw=pdf_and_inline_image(), remote_images=False)
     assert seen.html_body is not None and 'src="/api/messages/msg_9/attachments/1.2.2"' in seen.html_body

@@ -26,9 +26,9 @@ from mailnode.api.models import Strict
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
 from mailnode.errors import not_found
 from mailnode.ids import parse_id
+from mailnode.ingress import reading
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
-from mailnode.ingress import reading
 from mailnode.mail.message_tables import cases, conversations, message_attachments, messages
 from mailnode.notify import holds as hold_rules
 from mailnode.notify import retention, retention_io

@@ -80,6 +80,25 @@ class Address:
 
 
 @dataclass(frozen=True)
+class Bodies:
+    """The readable bodies of a message.
+
+    Fields:
+        text: the text a reader sees: the first text/plain part, else the text of the first HTML part
+            (``ingress.htmlbody.to_text``), else ``None``.
+        text_type: ``"text/plain"`` or ``"text/html"`` (which part ``text`` came from), or ``None``.
+        html_part: the section number of the first HTML part (``attachments.sections``), or ``None``.
+        html: that part decoded and cut to ``HTML_BODY_MAX_CHARS`` (not sanitised), or ``None`` when there is
+            none or it is refused (``htmlbody.refusal``).
+    """
+
+    text: str | None = None
+    text_type: str | None = None
+    html_part: str | None = None
+    html: str | None = None
+
+
+@dataclass(frozen=True)
 class ParsedMessage:
     """What inbound parsing extracts from one message.
 
@@ -120,7 +139,7 @@ class ParsedMessage:
     authentication_results: tuple[str, ...]
     text_body: str | None
     attachments: attachments.AttachmentSummary
-    bodies: Bodies = field(default_factory=lambda: Bodies())
+    bodies: Bodies = field(default_factory=Bodies)
     defects: tuple[str, ...] = field(default=())
     parse_error: str | None = None
 
@@ -417,25 +436,6 @@ def _date(value: str, defects: _Defects) -> datetime | None:
     except (OverflowError, ValueError):
         defects.add(f"Date: the date could not be read: {value[:80]!r} is out of the range of dates")
         return None
-
-
-@dataclass(frozen=True)
-class Bodies:
-    """The readable bodies of a message.
-
-    Fields:
-        text: the text a reader sees: the first text/plain part, else the text of the first HTML part
-            (``ingress.htmlbody.to_text``), else ``None``.
-        text_type: ``"text/plain"`` or ``"text/html"`` (which part ``text`` came from), or ``None``.
-        html_part: the section number of the first HTML part (``attachments.sections``), or ``None``.
-        html: that part decoded and cut to ``HTML_BODY_MAX_CHARS`` (not sanitised), or ``None`` when there is
-            none or it is refused (``htmlbody.refusal``).
-    """
-
-    text: str | None = None
-    text_type: str | None = None
-    html_part: str | None = None
-    html: str | None = None
 
 
 def _decoded(part: Message, what: str, defects: _Defects) -> str | None:

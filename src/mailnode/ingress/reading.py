@@ -140,7 +140,7 @@ def download(message_id: str, raw: bytes, part_id: str) -> Download:
         raise _no_attachment(message_id, part_id)
     try:
         data = attachments.part_bytes(part)
-    except Exception as exc:  # noqa: BLE001 - the stdlib raises many kinds on malformed parts; becomes the 422
+    except Exception as exc:  # the stdlib raises many kinds on malformed parts; it becomes the 422
         raise MailnodeError(
             code="E_ATTACHMENT_UNREADABLE", status=422,
             what=f"Attachment {part_id} of message {message_id} could not be decoded.",

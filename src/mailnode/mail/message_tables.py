@@ -7,7 +7,18 @@ at seal), so a reply to either joins the right conversation.
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, PrimaryKeyConstraint, String, Table, Text, text
+from sqlalchemy import (
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    text,
+)
 
 from mailnode.db.meta import JSONText, UTCDateTime, metadata
 
