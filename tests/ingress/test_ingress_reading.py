@@ -204,3 +204,13 @@ def test_a_cut_never_halves_a_tag() -> None:
     assert cut.endswith("</p>") and note is not None and "the first 524,288 were read" in note
     cut, note = htmlbody.bounded("<p>a</p>" * (budgets.HTML_BODY_MAX_CHARS // 8 - 1) + "xxxxx<table>" + "y" * 100)
     assert cut.endswith("</p>xxxxx") and note is not None and "the first 524,285 were read" in note
+
+
+def test_an_html_part_decoding_to_a_lone_surrogate_is_read_with_it_replaced() -> None:
+    # UTF-7's "+2AA-" decodes to U+D800 alone, which nh3 (Rust) and the databases refuse.
+    raw = b"Subject: utf7\r\nContent-Type: text/html; charset=utf-7\r\n\r\n<p>a+2AA-b</p>\r\n"
+    parsed = parse_message(raw)
+    assert parsed.text_body == "a?b" and parsed.subject == "utf7"
+    assert "body: the HTML did not decode as its declared charset 'utf-7'" in str(parsed.parse_error)
+    seen = reading.read("msg_1", text_body=None, text_body_type=None, stored=(), raw=raw, remote_images=False)
+    assert seen.html_body == "<p>a?b</p>\n"

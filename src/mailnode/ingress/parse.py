@@ -446,7 +446,9 @@ def _decoded(part: Message, what: str, defects: _Defects) -> str | None:
         return None
     charset = part.get_content_charset()
     text, fell_back = _decode_bytes(payload, charset)
-    if fell_back:
+    # A charset such as UTF-7 can decode to a lone surrogate, which neither a store nor the HTML libraries accept.
+    text, replaced = _clean(text)
+    if fell_back or replaced:
         defects.add(f"body: the {what} did not decode as its declared charset {charset!r}; shown with "
                     "replacement characters")
     return text
@@ -485,6 +487,24 @@ def _bodies(message: Message, defects: _Defects) -> Bodies:
     if text is not None:
         return Bodies(text=text, text_type="text/plain", html_part=html_part, html=html)
     return Bodies(text=htmlbody.to_text(html), text_type="text/html", html_part=html_part, html=html)
+
+
+def _read_body(message: Message, defects: _Defects) -> tuple[Bodies, attachments.AttachmentSummary]:
+    """:func:`_bodies` and ``attachments.summarise``, each guarded: a body or part that makes the stdlib, lxml
+    or nh3 raise is a defect on the message (logged with its traceback), and the headers read so far stay."""
+    try:
+        bodies = _bodies(message, defects)
+    except Exception:  # recorded as a defect and logged; the message is still shown
+        log.warning("parse.body_unreadable: the body could not be read", exc_info=True)
+        defects.add("body: the text and HTML could not be read; the raw message keeps them")
+        bodies = Bodies()
+    try:
+        summary = attachments.summarise(message)
+    except Exception:  # recorded as a defect and logged; the message is still shown
+        log.warning("parse.attachments_unreadable: the attachment list could not be read", exc_info=True)
+        defects.add("body: the attachment list could not be read; the raw message keeps the attachments")
+        summary = attachments.AttachmentSummary(())
+    return bodies, summary
 
 
 def _auth_words(error: str) -> str:
@@ -564,8 +584,7 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
     message_ids = _bounded_ids("Message-ID", raw_first.get("message-id", ""), defects)[:1]
     date = _date(raw_first["date"], defects) if "date" in first and "date" not in refused else None
     content_type = message.get_content_type()
-    bodies = _bodies(message, defects) if loaded.body_read else Bodies()
-    summary = attachments.summarise(message) if loaded.body_read else attachments.AttachmentSummary(())
+    bodies, summary = _read_body(message, defects) if loaded.body_read else (Bodies(), attachments.AttachmentSummary(()))
     for defect in summary.defects:
         defects.add(defect)
     return ParsedMessage(
