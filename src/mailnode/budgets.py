@@ -108,6 +108,22 @@ PARSE_REFERENCES_MAX = 100
 #: Longest message id read, characters: RFC 5322 §2.1.1's 998-character line. A longer one is not read (a
 #: defect says so): message ids are kept in a B-tree index, and PostgreSQL refuses an index row over 2,712 bytes.
 PARSE_MSG_ID_MAX_CHARS = 998
+#: Characters of an HTML body handed to the sanitiser (nh3) and to the HTML-to-text converter (inscriptis);
+#: past it the rest is not read and a defect says so (the raw message keeps it). Gmail clips a message's HTML
+#: at 102 KB; this is five times that. Measured (bench/html_body.py, docs/performance.md "HTML bodies"): 580,000
+#: characters of table rows, inscriptis's costliest shape, convert in 0.75 s and 60 MiB; nh3 sanitises them in
+#: 0.04 s.
+HTML_BODY_MAX_CHARS = 512 * 1024
+#: Elements open at once in an HTML body (counted leniently over its tags, elements the parser closes by
+#: itself such as ``p``, ``li`` and ``td`` not counted) past which it is neither sanitised nor converted to
+#: text. Measured (bench/html_body.py): nh3 (html5ever) is quadratic in nesting, 20,000 unclosed ``div`` cost
+#: 0.5 s and 60,000 cost 4.5 s, while lxml stops at 256 levels and inscriptis then returns nothing. Real
+#: newsletters nest tables 20-40 deep.
+HTML_NESTING_MAX = 256
+#: Bytes read to sniff an attachment's type (WHATWG MIME Sniffing §5.2 reads 1,445 bytes).
+ATTACHMENT_SNIFF_BYTES = 1445
+#: Longest safe-to-save file name, UTF-8 bytes: 255 is the limit of ext4, APFS and NTFS (in UTF-16 units).
+ATTACHMENT_FILENAME_MAX_BYTES = 255
 #: Lines past which a message is not offered to the plain-text report readers (flufl.bounce and the notice
 #: reader; RFC 3464 and ARF parts are still read). Measured: flufl.bounce costs about 17 s per million lines
 #: (50 patterns a line), so 20,000 lines is 0.35 s; a real plain-text bounce, quoted original included, is a

@@ -51,7 +51,7 @@ cpu = time.process_time() - cpu_before
 growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
 with node.read() as conn:
     row = conn.execute(select(messages).where(messages.c.id == done.message_id)).one()
-print(json.dumps({"cpu_s": cpu, "growth_mib": growth, "subject_chars": len(row.subject or ""),
+print(json.dumps({"text_body_type": row.text_body_type, "text_head": (row.text_body or "")[:40], "cpu_s": cpu, "growth_mib": growth, "subject_chars": len(row.subject or ""),
                   "subject_head": (row.subject or "")[:40], "parse_error": row.parse_error,
                   "conversation_id": row.conversation_id, "case_id": row.case_id, "headers": len(row.headers),
                   "raw_same": node.evidence.get(row.raw_sha256) == raw}))
@@ -102,3 +102,16 @@ def test_a_25_mb_message_of_short_lines_is_read_whole_within_budget(tmp_path: Pa
     # The largest body still read into parts: just under PARSE_LINES_MAX lines, near MESSAGE_MAX_BYTES.
     result = _materialise_in_child(tmp_path, database_url, "long_text")
     assert result["subject_head"] == "long text" and result["parse_error"] is None
+
+
+def test_an_html_body_nesting_4_million_elements_is_not_shown_and_says_why(tmp_path: Path, database_url: str) -> None:
+    result = _materialise_in_child(tmp_path, database_url, "html_nesting")
+    assert result["subject_head"] == "html nesting" and result["text_body_type"] == "none"
+    assert "body: the HTML part is not shown because its elements nest more than 256 deep (HTML_NESTING_MAX)" \
+        in str(result["parse_error"])
+
+
+def test_a_24_mb_html_table_is_read_up_to_its_budget(tmp_path: Path, database_url: str) -> None:
+    result = _materialise_in_child(tmp_path, database_url, "html_table")
+    assert result["text_body_type"] == "text/html" and str(result["text_head"]).startswith("cell  another cell")
+    assert "were read (HTML_BODY_MAX_CHARS)" in str(result["parse_error"])

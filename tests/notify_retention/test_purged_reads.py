@@ -87,6 +87,24 @@ def test_raw_bytes_retention_deleted_answer_410_with_when_and_the_setting(org: R
     assert api.get(f"/api/messages/{mid}", headers=org.admin.headers).status_code == 200
 
 
+def test_attachments_and_bodies_retention_deleted_read_as_deleted(org: Retained, api: Any) -> None:
+    from tests.ingress.test_ingress_reading import pdf_and_inline_image
+
+    mid = _deliver(org, pdf_and_inline_image())
+    ok = api.get(f"/api/messages/{mid}/attachments/2", headers=org.admin.headers)
+    assert ok.status_code == 200 and ok.content.startswith(b"%PDF-")
+    org.node.clock.advance(8 * DAY)  # type: ignore[attr-defined]
+    assert _purge_pass(org) == (mid,)
+    gone = api.get(f"/api/messages/{mid}/attachments/2", headers=org.admin.headers)
+    assert gone.status_code == 410 and gone.json()["error"] == "E_CONTENT_DELETED", gone.text
+    m = api.get(f"/api/messages/{mid}", headers=org.admin.headers).json()["message"]
+    assert (m["html_body"], m["text_body"], m["attachment_list"]) == (None, None, None)
+    assert m["content_deleted"] is not None and m["attachments"] == 2
+    with org.node.read() as conn:  # the file names and digests went with the content
+        from mailnode.mail.message_tables import message_attachments
+        assert conn.execute(select(message_attachments).where(message_attachments.c.message_id == mid)).all() == []
+
+
 def test_a_purged_message_whose_blob_another_message_shares_still_reads_deleted(org: Retained, api: Any) -> None:
     raw = _raw(2)
     first = _deliver(org, raw)

@@ -46,3 +46,23 @@ def long_text(lines: int = 390_000) -> bytes:
     line = b"The quick brown fox jumps over the lazy dog, again and again. ok\r\n"
     return (b"From: attacker@remote.test\r\nTo: support@example.test\r\nSubject: long text\r\n"
             b"Message-ID: <long-text@remote.test>\r\n\r\n" + line * lines)
+
+
+def _html(subject: str, body: bytes) -> bytes:
+    return (f"From: attacker@remote.test\r\nTo: support@example.test\r\nSubject: {subject}\r\n"
+            f"Message-ID: <{subject.replace(' ', '-')}@remote.test>\r\nMIME-Version: 1.0\r\n"
+            "Content-Type: text/html; charset=utf-8\r\n\r\n").encode("ascii") + body
+
+
+def html_nesting(tags: int = 4_000_000) -> bytes:
+    """An HTML-only message of ``tags`` unclosed ``<div>`` (24 MB on 100-tag lines): html5ever, under nh3, is
+    quadratic in nesting (issue 15)."""
+    line = b"<div>" * 100 + b"\r\n"
+    return _html("html nesting", line * (tags // 100) + b"x\r\n")
+
+
+def html_table(rows: int = 520_000) -> bytes:
+    """An HTML-only message of ``rows`` two-cell table rows (about 23 MB, ten rows a line so that the body is
+    read): inscriptis's costliest shape."""
+    line = b"<tr><td>cell</td><td>another cell</td></tr>" * 10 + b"\r\n"
+    return _html("html table", b"<table>\r\n" + line * (rows // 10) + b"</table>\r\n")

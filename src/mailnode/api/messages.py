@@ -1,13 +1,15 @@
 """Routes for received mail: messages, raw bytes, conversations, cases (claim, close, delete) and delivery events.
 
 Reading a mailbox's message list needs metadata read (``mailbox.metadata.read`` or content read);
-reading a message's headers, body or raw bytes needs ``mailbox.content.read``. Absent and not-yours
+reading a message's headers, bodies, attachments or raw bytes needs ``mailbox.content.read``. What a reader
+sees of a message (text, sanitised HTML, attachment list, one attachment's bytes) is ``ingress.reading``'s. Absent and not-yours
 answer alike (404). Header values are returned as JSON data and never re-rendered as headers.
 
 Content retention deleted (spec/transactional.md §5; what is deleted: ``notify.retention``) is said, never
 shown as an empty mail: every message shape carries ``content_deleted_at`` (ISO 8601 UTC, or null), and
-``GET /api/messages/{id}`` then answers null ``headers``, ``text_body`` and ``defects`` with a
-``content_deleted`` note (when, the setting, the words of ``E_CONTENT_DELETED``); ``/raw`` answers 410.
+``GET /api/messages/{id}`` then answers null ``headers``, ``text_body``, ``html_body``, ``attachment_list`` and
+``defects`` with a ``content_deleted`` note (when, the setting, the words of ``E_CONTENT_DELETED``); ``/raw``
+and ``/attachments/{part}`` answer 410.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from mailnode.api.models import Strict
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
 from mailnode.errors import not_found
 from mailnode.ids import parse_id
+from mailnode.ingress import reading
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
-from mailnode.mail.message_tables import cases, conversations, messages
+from mailnode.mail.message_tables import cases, conversations, message_attachments, messages
 from mailnode.notify import holds as hold_rules
 from mailnode.notify import retention, retention_io
 from mailnode.outbound.tables import send_recipient_events
@@ -86,27 +89,67 @@ def list_messages(mailbox_id: str, node: NodeDep, caller: CallerDep, page: Messa
 
 
 @router.get("/messages/{message_id}")
-def get_message(message_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """One message with its headers (as data) and text body (content read).
+def get_message(message_id: str, node: NodeDep, caller: CallerDep, remote_images: bool = False) -> dict[str, Any]:
+    """One message with its headers (as data), bodies and attachment list (content read).
 
-    Once retention deleted its content: ``headers``, ``text_body`` and ``defects`` are null (whatever the
-    row still holds), ``content_deleted_at`` is set and ``content_deleted`` is
-    ``retention.deletion_note`` (``{at, setting, words, fix}``); otherwise ``content_deleted`` is null.
+    ``text_body`` is the text/plain part, else the text made from the HTML (``text_body_type`` says which);
+    ``html_body`` is the HTML sanitised for display (no scripts, handlers, forms or frames; ``cid:`` images
+    point at ``/api/messages/{id}/attachments/{part}``; remote images removed and counted in
+    ``remote_images_removed`` unless ``remote_images=true``); ``attachment_list`` lists each attachment (part,
+    file name as given and safe to save, declared and sniffed type, size, sha256, inline, content id, danger,
+    url). Once retention deleted its content: ``headers``, ``text_body``, ``html_body``, ``attachment_list``
+    and ``defects`` are null (whatever the row still holds), ``content_deleted_at`` is set and
+    ``content_deleted`` is ``retention.deletion_note`` (``{at, setting, words, fix}``); otherwise
+    ``content_deleted`` is null. ``E_EVIDENCE_MISSING`` (500) when the raw bytes a reading needs are gone
+    without a purge record.
     """
     with node.read() as conn:
         row = _readable(conn, caller, message_id)
         purge = retention_io.purges_of(conn, [row.id]).get(row.id)
+        stored = [reading.stored_attachment(a) for a in conn.execute(
+            select(message_attachments).where(message_attachments.c.message_id == row.id)
+            .order_by(message_attachments.c.part_id)).all()] if purge is None else []
     out = message_summary(row, purge)
     out.update({"in_reply_to": row.in_reply_to, "references": row.references, "size_bytes": row.size_bytes,
                 "sha256": row.raw_sha256})
     if purge is not None:
-        out.update({"headers": None, "text_body": None, "defects": None,
+        out.update({"headers": None, "text_body": None, "text_body_type": None, "html_body": None,
+                    "remote_images_removed": 0, "attachment_list": None, "defects": None,
                     "content_deleted": retention.deletion_note(source_id=row.id, kind=purge[0],
                                                                purged_at=purge[1])})
-    else:
-        out.update({"headers": [{"name": n, "value": v} for n, v in row.headers], "text_body": row.text_body,
-                    "defects": row.defects, "content_deleted": None})
+        return {"message": out}
+    raw = (retention_io.read_content(node, source_id=row.id, digest=row.raw_sha256)
+           if reading.needs_raw(row.text_body_type, row.html_part) else None)
+    seen = reading.read(row.id, text_body=row.text_body, text_body_type=row.text_body_type,
+                        stored=_in_part_order(stored), raw=raw, remote_images=remote_images)
+    out.update({"headers": [{"name": n, "value": v} for n, v in row.headers], "text_body": seen.text_body,
+                "text_body_type": seen.text_body_type, "html_body": seen.html_body,
+                "remote_images_removed": seen.remote_images_removed,
+                "attachment_list": [reading.attachment_json(row.id, a) for a in seen.attachments],
+                "defects": row.defects, "content_deleted": None})
     return {"message": out}
+
+
+def _in_part_order(items: list[Any]) -> list[Any]:
+    """Attachments in part order (``1.10`` after ``1.9``), whatever order the database sorted the text in."""
+    return sorted(items, key=lambda a: [int(n) if n.isdigit() else 0 for n in a.part_id.split(".")])
+
+
+@router.get("/messages/{message_id}/attachments/{part}")
+def get_attachment(message_id: str, part: str, node: NodeDep, caller: CallerDep) -> Response:
+    """One attachment's decoded bytes (content read), as a download: ``Content-Disposition: attachment`` with
+    the safe-to-save name (RFC 6266, RFC 5987 ``filename*``), ``X-Content-Type-Options: nosniff`` and
+    ``Content-Security-Policy: default-src 'none'; sandbox``; a raster image whose bytes agree with its type is
+    served under that type, anything else as ``application/octet-stream``.
+
+    ``E_NO_SUCH_ATTACHMENT`` (404) for a part the message does not list, ``E_ATTACHMENT_UNREADABLE`` (422) for
+    one that cannot be decoded, ``E_CONTENT_DELETED`` (410) once retention deleted the message's content,
+    ``E_EVIDENCE_MISSING`` (500) when its raw bytes are gone without a purge record.
+    """
+    row = _readable_message(node, caller, message_id)
+    raw = retention_io.read_content(node, source_id=row.id, digest=row.raw_sha256)
+    served = reading.download(row.id, raw, part)
+    return Response(content=served.content, media_type=served.media_type, headers=served.headers)
 
 
 @router.get("/messages/{message_id}/raw")

@@ -1,17 +1,23 @@
-"""Attachment counting and the "dangerous attachment" classification.
+"""Attachments: the list a reader sees, the "dangerous attachment" classification, and one part's bytes.
 
-``danger(filename, content_type)`` is a pure function of a file name and a MIME type and returns
-``None`` or a :class:`Danger` token. ``count_attachments(message)`` walks an already parsed
-``email.message.Message`` (compat32) and never raises. Nothing here opens or runs a file: the
-verdict is read from the name and the declared type only, so it is a warning sign, not a scan.
+``danger(filename, content_type)``, ``sniff(data)`` and ``safe_filename(name, part_id, content_type)`` are pure.
+``summarise(message)`` walks an already parsed ``email.message.Message`` (compat32) and lists its attachments
+by part id (IMAP section numbers, RFC 3501 §6.4.5); ``part_bytes(message, part_id)`` finds one again. Nothing
+here opens or runs a file: the danger verdict is read from the name and the declared type only, so it is a
+warning sign, not a scan; the sniffed type is read from the first bytes (WHATWG MIME Sniffing §6).
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
+import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import Message
+
+from mailnode import budgets
 
 
 class Danger(enum.StrEnum):
@@ -232,20 +238,137 @@ def danger(filename: str | None, content_type: str | None = None) -> Danger | No
     return None
 
 
+#: Byte signatures of the types a reader's program would open, checked in order on the first bytes
+#: (WHATWG MIME Sniffing §6.1 images, §6.2 audio and video, §7.1 archives and PDF; executables by their
+#: loaders' magic numbers: "MZ" PE/COFF, "\\x7fELF", Mach-O). ``None`` in a pattern matches any byte.
+SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "application/pdf"),
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"BM", "image/bmp"),
+    (b"\x00\x00\x01\x00", "image/x-icon"),
+    (b"PK\x03\x04", "application/zip"),
+    (b"\x1f\x8b\x08", "application/gzip"),
+    (b"Rar!\x1a\x07", "application/x-rar-compressed"),
+    (b"7z\xbc\xaf\x27\x1c", "application/x-7z-compressed"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "application/x-ole-storage"),
+    (b"{\\rtf", "text/rtf"),
+    (b"ID3", "audio/mpeg"),
+    (b"OggS\x00", "application/ogg"),
+    (b"MZ", "application/x-msdownload"),
+    (b"\x7fELF", "application/x-executable"),
+    (b"\xcf\xfa\xed\xfe", "application/x-mach-binary"),
+    (b"\xfe\xed\xfa\xcf", "application/x-mach-binary"),
+)
+#: Text that opens an HTML document (WHATWG MIME Sniffing §7.1, "text/html" patterns), case-insensitive,
+#: after leading white space.
+_HTML_START = re.compile(rb"\s*<(!doctype html|html|head|script|iframe|body|table|div|style|a |title|h1|p[ >]|br|!--)",
+                         re.IGNORECASE)
+#: An SVG document's start (an SVG runs scripts when opened by itself).
+_SVG_START = re.compile(rb"\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*<svg[\s>]", re.IGNORECASE | re.DOTALL)
+
+
+def sniff(data: bytes) -> str | None:
+    """The type the first bytes of ``data`` show, or ``None`` when they show none of :data:`SIGNATURES`,
+    HTML or SVG (pure). Reads at most ``budgets.ATTACHMENT_SNIFF_BYTES``."""
+    head = data[:budgets.ATTACHMENT_SNIFF_BYTES]
+    if head[:12].startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head[4:8] == b"ftyp":
+        return "video/mp4"
+    for signature, mime in SIGNATURES:
+        if head.startswith(signature):
+            return mime
+    if _SVG_START.match(head):
+        return "image/svg+xml"
+    if _HTML_START.match(head):
+        return "text/html"
+    return None
+
+
+#: Characters no saved file name may hold: path separators, Windows' reserved ``<>:"|?*``, and controls.
+_UNSAFE_CHARS = re.compile(r'[\x00-\x1f\x7f-\x9f<>:"/\\|?*]')
+#: Device names Windows reserves whatever the extension (``CON.txt`` opens the console).
+_WINDOWS_DEVICES = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\.|$)", re.IGNORECASE)
+#: A type's usual extension, for a part that has no name.
+_EXTENSIONS: dict[str, str] = {
+    "application/pdf": "pdf", "image/png": "png", "image/jpeg": "jpg", "image/jpg": "jpg", "image/gif": "gif",
+    "image/webp": "webp", "image/bmp": "bmp", "text/plain": "txt", "text/html": "html", "text/calendar": "ics",
+    "text/csv": "csv", "message/rfc822": "eml", "application/zip": "zip",
+}
+
+
+def safe_filename(filename: str | None, part_id: str, content_type: str) -> str:
+    """A name under which the part is safe to save on Windows, macOS and Linux (pure).
+
+    The last path segment only (``../../etc/passwd`` -> ``passwd``), NFC-normalised, without bidirectional
+    controls (:data:`BIDI_CONTROLS`), control characters and Windows' reserved characters (each replaced by
+    ``_``), leading dots (a hidden file) and trailing dots and spaces (Windows drops them); a reserved device
+    name (``CON``, ``NUL``, ``COM1``...) gets a leading ``_``. At most ``budgets.ATTACHMENT_FILENAME_MAX_BYTES``
+    bytes of UTF-8, cut before the extension so the extension stays. A part without a usable name is
+    ``part-<part_id>.<extension of its type>`` (``part-2.pdf``; ``bin`` for an unknown type). The danger
+    token (:func:`danger`) is computed from the name as given, not from this one.
+    """
+    name = unicodedata.normalize("NFC", filename or "")
+    name = "".join(char for char in name if char not in BIDI_CONTROLS)
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = _UNSAFE_CHARS.sub("_", name).strip().lstrip(".").rstrip(". ")
+    if not name.strip("_ "):
+        extension = _EXTENSIONS.get(content_type.lower(), "bin")
+        return f"part-{part_id}.{extension}"
+    if _WINDOWS_DEVICES.match(name):
+        name = "_" + name
+    limit = budgets.ATTACHMENT_FILENAME_MAX_BYTES
+    if len(name.encode("utf-8")) > limit:
+        stem, dot, extension = name.rpartition(".")
+        if not dot or len(extension.encode("utf-8")) > 16:
+            stem, extension = name, ""
+        keep = limit - (len(extension.encode("utf-8")) + 1 if extension else 0)
+        stem = stem.encode("utf-8")[:keep].decode("utf-8", "ignore").rstrip(". ")
+        name = f"{stem}.{extension}" if extension else stem
+    return name
+
+
 @dataclass(frozen=True)
 class Attachment:
-    """One attachment: its decoded file name (or ``None``), declared type, and danger token."""
+    """One attachment as a reader sees it.
 
+    Fields:
+        part_id: the part's IMAP section number (RFC 3501 §6.4.5): ``"2"``, ``"1.2"``; inside an attached
+            message ``"3.1"`` and so on.
+        filename: the file name as the sender gave it (decoded), or ``None``.
+        safe_filename: :func:`safe_filename` of it.
+        content_type: the declared ``type/subtype``, lower case.
+        sniffed_type: :func:`sniff` of its bytes, or ``None``.
+        size_bytes: the decoded size in bytes.
+        sha256: the hex SHA-256 of the decoded bytes.
+        inline: whether it is shown in the body (``Content-Disposition: inline`` or no disposition, with a
+            Content-ID or as a non-text part of the body) rather than offered as a file.
+        content_id: the Content-ID without its angle brackets (RFC 2392), or ``None``.
+        danger: :func:`danger` of the name as given and the declared type.
+    """
+
+    part_id: str
     filename: str | None
+    safe_filename: str
     content_type: str
+    sniffed_type: str | None
+    size_bytes: int
+    sha256: str
+    inline: bool
+    content_id: str | None
     danger: Danger | None
 
 
 @dataclass(frozen=True)
 class AttachmentSummary:
-    """What a message carries: ``count`` attachments, ``dangerous`` of them with a danger token."""
+    """What a message carries: its :class:`Attachment` list, ``count`` of them, ``dangerous`` of them with a
+    danger token, and ``defects`` (a part that could not be decoded, in words)."""
 
     attachments: tuple[Attachment, ...]
+    defects: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
@@ -257,8 +380,13 @@ class AttachmentSummary:
         """How many of them :func:`danger` flags."""
         return sum(1 for item in self.attachments if item.danger is not None)
 
+    @property
+    def by_content_id(self) -> dict[str, str]:
+        """Content-ID (as written, without brackets) -> part id, for ``cid:`` URLs (RFC 2392)."""
+        return {item.content_id: item.part_id for item in self.attachments if item.content_id}
 
-def _filename(part: Message) -> str | None:
+
+def filename_of(part: Message) -> str | None:
     """The part's decoded file name, or ``None``.
 
     ``get_filename`` collapses RFC 2231 values; ``get_param`` answers a bare ``name*`` parameter
@@ -270,26 +398,132 @@ def _filename(part: Message) -> str | None:
     return None
 
 
+def _disposition(part: Message) -> str:
+    """The Content-Disposition's type, lower case, or ``""`` (RFC 2183 §2)."""
+    return str(part.get("Content-Disposition", "")).split(";", 1)[0].strip().lower()
+
+
+def content_id(part: Message) -> str | None:
+    """The part's Content-ID without angle brackets and white space (RFC 2045 §7, RFC 2392), or ``None``."""
+    value = part.get("Content-ID")
+    if value is None:
+        return None
+    text = str(value).strip().removeprefix("<").removesuffix(">").strip()
+    return text or None
+
+
+def _encapsulated(part: Message) -> Message | None:
+    """The message ``part`` encapsulates when compat32 parsed it as one (``message/rfc822`` or
+    ``message/global``, RFC 2046 §5.2.1, RFC 6532 §3.5), else ``None``."""
+    if part.get_content_type() not in ("message/rfc822", "message/global"):
+        return None
+    payload = part.get_payload()
+    if isinstance(payload, list) and len(payload) == 1 and isinstance(payload[0], Message):
+        return payload[0]
+    return None
+
+
 def is_attachment(part: Message) -> bool:
     """Whether a leaf part is an attachment: ``Content-Disposition: attachment`` or a file name."""
     if part.is_multipart():
         return False
-    disposition = str(part.get("Content-Disposition", "")).split(";", 1)[0].strip().lower()
-    return disposition == "attachment" or _filename(part) is not None
+    return _disposition(part) == "attachment" or filename_of(part) is not None
+
+
+def sections(message: Message) -> Iterator[tuple[str, Message]]:
+    """Every part with its IMAP section number (RFC 3501 §6.4.5), depth first, in order, without recursion.
+
+    A message that is not multipart is one part, ``"1"``. The children of a multipart are numbered from 1
+    under its number. An encapsulated message (:func:`_encapsulated`) at ``n`` is yielded itself, then its
+    own parts under ``n`` (its body alone is ``n.1`` when it is not multipart). Multipart containers are
+    yielded too, so callers filter. The number of parts is bounded by ``PARSE_MIME_PARTS_MAX`` before any
+    parse (``ingress.bounds``).
+    """
+    if not message.is_multipart():
+        yield "1", message
+        return
+    stack: list[tuple[str, Message]] = []
+
+    def children(prefix: str, container: Message) -> list[tuple[str, Message]]:
+        payload = container.get_payload()
+        parts = [item for item in payload if isinstance(item, Message)] if isinstance(payload, list) else []
+        return [(f"{prefix}.{index}" if prefix else str(index), item) for index, item in enumerate(parts, 1)]
+
+    stack.extend(reversed(children("", message)))
+    while stack:
+        number, part = stack.pop()
+        yield number, part
+        inner = _encapsulated(part)
+        if inner is not None:
+            if inner.is_multipart():
+                stack.extend(reversed(children(number, inner)))
+            else:
+                stack.append((f"{number}.1", inner))
+        elif part.is_multipart() and part.get_content_maintype() == "multipart":
+            stack.extend(reversed(children(number, part)))
+
+
+def listed(part: Message) -> bool:
+    """Whether the reader's attachment list shows ``part`` (pure over its headers).
+
+    An attached message (``message/rfc822`` with ``Content-Disposition: attachment`` or a file name), any other
+    leaf marked as an attachment (:func:`is_attachment`), and a leaf that is not text with a Content-ID or in
+    a ``multipart/related`` body (an inline image) are listed. Body text and HTML, and the machine parts of a
+    delivery report (``message/delivery-status``), are not.
+    """
+    if _encapsulated(part) is not None:
+        return _disposition(part) == "attachment" or filename_of(part) is not None
+    if part.is_multipart():
+        return False
+    if is_attachment(part):
+        return True
+    return part.get_content_maintype() not in ("text", "message", "multipart") and (
+        content_id(part) is not None or _disposition(part) in ("", "inline"))
+
+
+def part_bytes(part: Message) -> bytes:
+    """The decoded bytes of one listed part (RFC 2045 §6 transfer encodings undone; an attached message's
+    own bytes). Raises what the stdlib raises on a malformed part; callers guard."""
+    inner = _encapsulated(part)
+    if inner is not None:
+        return inner.as_bytes()
+    payload = part.get_payload(decode=True)
+    return payload if isinstance(payload, bytes) else b""
+
+
+def find_part(message: Message, part_id: str) -> Message | None:
+    """The listed part numbered ``part_id`` (:func:`sections`), or ``None``."""
+    for number, part in sections(message):
+        if number == part_id:
+            return part if listed(part) else None
+    return None
 
 
 def summarise(message: Message) -> AttachmentSummary:
-    """Walk a parsed message and list its attachments with their danger tokens.
+    """List a parsed message's attachments (:func:`listed`) with what a reader needs; never raises on a part.
 
-    Parts of an attached ``message/rfc822`` are walked too (``walk()`` descends into them), so a
-    program hidden inside a forwarded message is still counted. It raises only what the stdlib
-    raises on a compat32 message (nothing on the corpus); ``parse.parse_message`` guards the call.
+    Parts of an attached ``message/rfc822`` are listed too, so a program hidden inside a forwarded message
+    still counts. A part whose bytes cannot be decoded is listed with size 0 and the sha256 of nothing, and a
+    defect names it (``part 2: its bytes could not be decoded``).
     """
     found: list[Attachment] = []
-    for part in message.walk():
-        if not is_attachment(part):
+    defects: list[str] = []
+    for number, part in sections(message):
+        if not listed(part):
             continue
         content_type = part.get_content_type()
-        name = _filename(part)
-        found.append(Attachment(filename=name, content_type=content_type, danger=danger(name, content_type)))
-    return AttachmentSummary(attachments=tuple(found))
+        name = filename_of(part)
+        try:
+            data = part_bytes(part)
+        except Exception:  # noqa: BLE001 - the stdlib raises many kinds on malformed parts; recorded below
+            defects.append(f"part {number}: its bytes could not be decoded; the raw message keeps them")
+            data = b""
+        disposition = _disposition(part)
+        found.append(Attachment(
+            part_id=number, filename=name, safe_filename=safe_filename(name, number, content_type),
+            content_type=content_type, sniffed_type=sniff(data), size_bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(), inline=disposition != "attachment" and (
+                disposition == "inline" or content_id(part) is not None or name is None),
+            content_id=content_id(part), danger=danger(name, content_type),
+        ))
+    return AttachmentSummary(attachments=tuple(found), defects=tuple(defects))

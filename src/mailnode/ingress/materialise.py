@@ -1,4 +1,4 @@
-"""Materialise a receipt: parse, classify, thread, open or reuse a case, and file delivery reports.
+"""Materialise a receipt: parse, classify, thread, open or reuse a case, list attachments, file delivery reports.
 
 ``materialise_or_quarantine`` is what the durable workflow calls: it counts the attempt first and quarantines a
 receipt whose materialisation raises or was attempted too often without finishing (``ingress.quarantine``).
@@ -16,10 +16,12 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, select, update
 
 from mailnode.ids import new_id
+from mailnode.ingress import attachments as attachments_mod
 from mailnode.ingress import quarantine
 from mailnode.ingress import reports as reports_mod
 from mailnode.ingress.authresults import verdicts
@@ -30,7 +32,7 @@ from mailnode.ingress.routing import VERP_LOCAL_PREFIX
 from mailnode.ingress.tables import ingress_receipts
 from mailnode.mail.cases import open_case
 from mailnode.mail.mailboxes import addresses_of
-from mailnode.mail.message_tables import messages
+from mailnode.mail.message_tables import message_attachments, messages
 from mailnode.mail.threading import find_conversation, record_message_id, start_conversation
 from mailnode.node import Node
 from mailnode.outbound import events
@@ -98,8 +100,11 @@ def materialise_receipt(node: Node, receipt_id: str) -> Materialised:
                 report_kind=report.kind.value if report.kind is not ReportKind.NONE else None,
                 parse_error=parsed.parse_error, defects=list(parsed.defects),
                 headers=[list(h) for h in parsed.headers], text_body=parsed.text_body, raw_sha256=receipt.sha256,
-                size_bytes=receipt.size_bytes,
+                size_bytes=receipt.size_bytes, text_body_type=parsed.bodies.text_type or "none",
+                html_part=parsed.bodies.html_part,
             ))
+            if parsed.attachments.attachments:
+                conn.execute(message_attachments.insert(), attachment_rows(message_id, parsed.attachments))
             record_message_id(conn, receipt.org_id, parsed.message_id, conversation_id, message_id, now)
             _file_report(conn, org_id=receipt.org_id, envelope_to=receipt.envelope_to, message_id=message_id,
                          report=report, now=now)
@@ -112,6 +117,14 @@ def materialise_receipt(node: Node, receipt_id: str) -> Materialised:
         with node.read() as conn:
             return _existing(conn, receipt_id)
     return Materialised(receipt_id, message_id, conversation_id, case_id, created=True)
+
+
+def attachment_rows(message_id: str, summary: attachments_mod.AttachmentSummary) -> list[dict[str, Any]]:
+    """``message_attachments`` rows for a message's attachment list (pure)."""
+    return [{"message_id": message_id, "part_id": a.part_id, "filename": a.filename, "safe_filename": a.safe_filename,
+             "content_type": a.content_type, "sniffed_type": a.sniffed_type, "size_bytes": a.size_bytes,
+             "sha256": a.sha256, "inline": a.inline, "content_id": a.content_id,
+             "danger": a.danger.value if a.danger else None} for a in summary.attachments]
 
 
 def materialise_or_quarantine(node: Node, receipt_id: str) -> Materialised | None:

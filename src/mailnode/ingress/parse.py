@@ -28,7 +28,7 @@ from email.message import Message
 from email.utils import getaddresses, parseaddr, parsedate_to_datetime
 
 from mailnode import budgets
-from mailnode.ingress import attachments, authresults, bounds
+from mailnode.ingress import attachments, authresults, bounds, htmlbody
 
 log = logging.getLogger("mailnode.ingress")
 
@@ -80,6 +80,25 @@ class Address:
 
 
 @dataclass(frozen=True)
+class Bodies:
+    """The readable bodies of a message.
+
+    Fields:
+        text: the text a reader sees: the first text/plain part, else the text of the first HTML part
+            (``ingress.htmlbody.to_text``), else ``None``.
+        text_type: ``"text/plain"`` or ``"text/html"`` (which part ``text`` came from), or ``None``.
+        html_part: the section number of the first HTML part (``attachments.sections``), or ``None``.
+        html: that part decoded and cut to ``HTML_BODY_MAX_CHARS`` (not sanitised), or ``None`` when there is
+            none or it is refused (``htmlbody.refusal``).
+    """
+
+    text: str | None = None
+    text_type: str | None = None
+    html_part: str | None = None
+    html: str | None = None
+
+
+@dataclass(frozen=True)
 class ParsedMessage:
     """What inbound parsing extracts from one message.
 
@@ -95,8 +114,9 @@ class ParsedMessage:
         headers: every header as ``(name, decoded value)`` in order (names as written).
         authentication_results: the raw top-level Authentication-Results values, in order.
         text_body: the first text/plain part decoded with its charset (fallback UTF-8 with
-            replacement), else ``None``.
-        attachments: the attachment summary (count, dangerous count).
+            replacement), else the text of the first HTML part (``ingress.htmlbody.to_text``), else ``None``.
+        attachments: the attachment list (``attachments.summarise``): part ids, names, types, sizes, digests.
+        bodies: the text and HTML bodies (:class:`Bodies`); ``bodies.html`` is not sanitised.
         defects: short texts naming the header or part that went wrong (capped at
             ``budgets.PARSE_DEFECTS_MAX``).
         parse_error: the defects joined by ``"; "``, or ``None`` when there were none.
@@ -119,6 +139,7 @@ class ParsedMessage:
     authentication_results: tuple[str, ...]
     text_body: str | None
     attachments: attachments.AttachmentSummary
+    bodies: Bodies = field(default_factory=Bodies)
     defects: tuple[str, ...] = field(default=())
     parse_error: str | None = None
 
@@ -417,26 +438,73 @@ def _date(value: str, defects: _Defects) -> datetime | None:
         return None
 
 
-def _text_body(message: Message, defects: _Defects) -> str | None:
-    """The first non-attachment text/plain part, decoded; ``None`` when there is none.
+def _decoded(part: Message, what: str, defects: _Defects) -> str | None:
+    """A body part's payload decoded with its charset, or ``None`` when it has no bytes payload. An unknown or
+    wrong charset falls back to UTF-8 with replacement and is recorded."""
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        return None
+    charset = part.get_content_charset()
+    text, fell_back = _decode_bytes(payload, charset)
+    # A charset such as UTF-7 can decode to a lone surrogate, which neither a store nor the HTML libraries accept.
+    text, replaced = _clean(text)
+    if fell_back or replaced:
+        defects.add(f"body: the {what} did not decode as its declared charset {charset!r}; shown with "
+                    "replacement characters")
+    return text
 
-    A top-level part without a Content-Type is text/plain (RFC 2045 §5.2). A ``multipart/*`` part
-    with no usable boundary is not multipart to compat32; its payload is not offered as text. An
-    unknown or wrong charset falls back to UTF-8 with replacement and is recorded.
+
+def _bodies(message: Message, defects: _Defects) -> Bodies:
+    """The first non-attachment text/plain part and the first non-attachment text/html part, decoded.
+
+    A top-level part without a Content-Type is text/plain (RFC 2045 §5.2). A ``multipart/*`` part with no
+    usable boundary is not multipart to compat32; its payload is not offered as text. The HTML is cut to
+    ``HTML_BODY_MAX_CHARS`` and refused past ``HTML_NESTING_MAX`` (``htmlbody``), each recorded; when there is
+    no text/plain part the text is made from it.
     """
-    for part in message.walk():
-        if part.is_multipart() or part.get_content_type() != "text/plain" or attachments.is_attachment(part):
+    text: str | None = None
+    html_part: str | None = None
+    html_part_found: Message | None = None
+    for number, part in attachments.sections(message):
+        if part.is_multipart() or attachments.is_attachment(part):
             continue
-        payload = part.get_payload(decode=True)
-        if not isinstance(payload, bytes):
-            continue
-        charset = part.get_content_charset()
-        text, fell_back = _decode_bytes(payload, charset)
-        if fell_back:
-            defects.add(f"body: the text did not decode as its declared charset {charset!r}; shown with "
-                        "replacement characters")
-        return text
-    return None
+        kind = part.get_content_type()
+        if kind == "text/plain" and text is None:
+            text = _decoded(part, "text", defects)
+        elif kind == "text/html" and html_part is None and isinstance(part.get_payload(decode=True), bytes):
+            html_part, html_part_found = number, part
+        if text is not None and html_part is not None:
+            break
+    if html_part_found is None:
+        return Bodies(text=text, text_type="text/plain" if text is not None else None)
+    html, cut = htmlbody.bounded(_decoded(html_part_found, "HTML", defects) or "")
+    if cut:
+        defects.add(f"body: the HTML part was cut: {cut}; the raw message keeps the rest")
+    refused = htmlbody.refusal(html)
+    if refused:
+        defects.add(f"body: the HTML part is not shown because {refused}; the raw message keeps it")
+        return Bodies(text=text, text_type="text/plain" if text is not None else None, html_part=html_part)
+    if text is not None:
+        return Bodies(text=text, text_type="text/plain", html_part=html_part, html=html)
+    return Bodies(text=htmlbody.to_text(html), text_type="text/html", html_part=html_part, html=html)
+
+
+def _read_body(message: Message, defects: _Defects) -> tuple[Bodies, attachments.AttachmentSummary]:
+    """:func:`_bodies` and ``attachments.summarise``, each guarded: a body or part that makes the stdlib, lxml
+    or nh3 raise is a defect on the message (logged with its traceback), and the headers read so far stay."""
+    try:
+        bodies = _bodies(message, defects)
+    except Exception:  # recorded as a defect and logged; the message is still shown
+        log.warning("parse.body_unreadable: the body could not be read", exc_info=True)
+        defects.add("body: the text and HTML could not be read; the raw message keeps them")
+        bodies = Bodies()
+    try:
+        summary = attachments.summarise(message)
+    except Exception:  # recorded as a defect and logged; the message is still shown
+        log.warning("parse.attachments_unreadable: the attachment list could not be read", exc_info=True)
+        defects.add("body: the attachment list could not be read; the raw message keeps the attachments")
+        summary = attachments.AttachmentSummary(())
+    return bodies, summary
 
 
 def _auth_words(error: str) -> str:
@@ -516,6 +584,9 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
     message_ids = _bounded_ids("Message-ID", raw_first.get("message-id", ""), defects)[:1]
     date = _date(raw_first["date"], defects) if "date" in first and "date" not in refused else None
     content_type = message.get_content_type()
+    bodies, summary = _read_body(message, defects) if loaded.body_read else (Bodies(), attachments.AttachmentSummary(()))
+    for defect in summary.defects:
+        defects.add(defect)
     return ParsedMessage(
         message_id=message_ids[0] if message_ids else None,
         in_reply_to=_bounded_ids("In-Reply-To", raw_first.get("in-reply-to", ""), defects),
@@ -532,8 +603,9 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
         content_type=content_type,
         headers=tuple(headers),
         authentication_results=tuple(auth_values),
-        text_body=_text_body(message, defects) if loaded.body_read else None,
-        attachments=attachments.summarise(message) if loaded.body_read else attachments.AttachmentSummary(()),
+        text_body=bodies.text,
+        attachments=summary,
+        bodies=bodies,
     )
 
 

@@ -1,4 +1,4 @@
-"""Tables of messages, conversations, cases, and the Message-ID index that threads them.
+"""Tables of messages, their attachments, conversations, cases, and the Message-ID index that threads them.
 
 ``message_ids`` maps an RFC 5322 Message-ID (never assumed unique: duplicates and absent ids are normal)
 to the conversation it belongs to, for inbound messages and for this node's own sent messages (recorded
@@ -7,7 +7,18 @@ at seal), so a reply to either joins the right conversation.
 
 from __future__ import annotations
 
-from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text, text
+from sqlalchemy import (
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    text,
+)
 
 from mailnode.db.meta import JSONText, UTCDateTime, metadata
 
@@ -51,12 +62,38 @@ messages = Table(
     Column("defects", JSONText, nullable=False),
     Column("headers", JSONText, nullable=False),
     Column("text_body", Text, nullable=True),
+    #: Which part ``text_body`` came from: ``text/plain``, ``text/html`` (made from the HTML) or ``none``; NULL
+    #: for a message materialised before issue 15, whose text, HTML and attachment list are read from its raw
+    #: bytes instead (``ingress.reading``).
+    Column("text_body_type", String(20), nullable=True),
+    #: The section number of the HTML body part (``ingress.attachments.sections``), or NULL when it has none.
+    Column("html_part", String(40), nullable=True),
     Column("raw_sha256", String(64), nullable=False),
     Column("size_bytes", Integer, nullable=False),
     Index("ix_messages_mailbox", "mailbox_id", "id"),
     Index("ix_messages_conversation", "conversation_id", "received_at"),
     #: ``notify.retention_io.referenced``: does a message still name this blob (0011).
     Index("ix_messages_raw_sha256", "raw_sha256"),
+)
+
+#: One row per attachment a reader sees (``ingress.attachments.listed``), written at materialisation with the
+#: message; a message whose ``text_body_type`` is NULL has none written and is read from its raw bytes.
+message_attachments = Table(
+    "message_attachments",
+    metadata,
+    Column("message_id", String(40), ForeignKey("messages.id"), nullable=False),
+    #: IMAP section number (RFC 3501 §6.4.5): ``2``, ``1.2``.
+    Column("part_id", String(40), nullable=False),
+    Column("filename", Text, nullable=True),
+    Column("safe_filename", Text, nullable=False),
+    Column("content_type", Text, nullable=False),
+    Column("sniffed_type", String(100), nullable=True),
+    Column("size_bytes", Integer, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("inline", Boolean, nullable=False),
+    Column("content_id", Text, nullable=True),
+    Column("danger", String(20), nullable=True),
+    PrimaryKeyConstraint("message_id", "part_id", name="pk_message_attachments"),
 )
 
 message_ids = Table(

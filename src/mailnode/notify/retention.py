@@ -471,7 +471,7 @@ MESSAGE_KEPT: frozenset[str] = frozenset({
     "id", "org_id", "mailbox_id", "receipt_id", "conversation_id", "case_id", "envelope_from", "envelope_to",
     "rfc_message_id", "in_reply_to", "references", "subject", "from_name", "from_address", "date", "received_at",
     "automated", "reply_refusal", "dmarc", "spf", "dkim", "attachments", "dangerous_attachments", "report_kind",
-    "raw_sha256", "size_bytes",
+    "raw_sha256", "size_bytes", "text_body_type", "html_part",
 })
 
 #: Send states in which a send provably has not left (``outbound.states.NOT_YET_LEFT``). Only a purge of a

@@ -11,7 +11,8 @@ this module reads its facts, calls it, and writes what it returns.
   (they are NOT NULL and belong to ingress and outbound); a digest whose ledger row is purged names
   nothing any more.
 - What a purge deletes besides the blob is decided in ``notify.retention`` (its docstring): a message's
-  derived content (``retention.MESSAGE_CLEARED``: headers, text body, parse diagnostics) is cleared, and a
+  derived content (``retention.MESSAGE_CLEARED``: headers, text body, parse diagnostics; and its
+  ``message_attachments`` rows) is cleared, and a
   send that provably has not left (``retention.purge_ends_send``: ``held``, ``awaiting``, ``throttled``)
   is made terminal (``withheld/retention_deleted``, recipients that never left following, a pending
   approval of it settled ``cancelled``, ``send.withheld`` audited); an ``outcome_unknown`` send keeps its
@@ -52,7 +53,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, exists, func, or_, select, update
+from sqlalchemy import Connection, Select, and_, delete, exists, func, or_, select, update
 
 from mailnode import audit, budgets
 from mailnode.authz import is_admin
@@ -61,7 +62,7 @@ from mailnode.directory.tables import organisations
 from mailnode.errors import MailnodeError, not_an_administrator
 from mailnode.governance import approvals
 from mailnode.ingress.tables import ingress_receipts
-from mailnode.mail.message_tables import messages
+from mailnode.mail.message_tables import message_attachments, messages
 from mailnode.node import Node
 from mailnode.notify import retention
 from mailnode.notify.notice_tables import holds, retained_content, retention_settings, sweep_cursors
@@ -289,8 +290,10 @@ def _covered(hold_rows: Sequence[Any], mailbox_id: str, at: datetime) -> bool:
 
 
 def _clear_message(conn: Connection, message_id: str) -> None:
-    """Clear a message's derived content (``retention.MESSAGE_CLEARED``); its metadata stays."""
+    """Clear a message's derived content (``retention.MESSAGE_CLEARED``) and its attachment list (file names and
+    digests are content); its metadata stays."""
     conn.execute(update(messages).where(messages.c.id == message_id).values(**retention.MESSAGE_CLEARED))
+    conn.execute(delete(message_attachments).where(message_attachments.c.message_id == message_id))
 
 
 def _unmoved(send_id: str, before: str, now: datetime) -> Any:
