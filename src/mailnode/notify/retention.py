@@ -332,6 +332,33 @@ def retain_until_write(
     return target
 
 
+def retain_until_at_give_up(
+    current: datetime | None, now: datetime, grace_seconds: int = budgets.RETENTION_NOTICE_GRACE_SECONDS
+) -> datetime | None:
+    """The ``retain_until`` written when a notice or a deferrable send gives up, or None to skip.
+
+    Seed 002, "the more important half": giving up is when the person will never be told, so the content
+    gets a fresh grace period from the give-up, ``now + grace``. No half-window floor here (that floor is
+    for the many passes of an undelivered notice; a give-up happens once per send): written unless the
+    stored value already reaches ``now + grace``. Never moves a value backwards. spec/transactional.md §5.
+    """
+    target = utc(now) + timedelta(seconds=grace_seconds)
+    if current is not None and utc(current) >= target:
+        return None
+    return target
+
+
+def hold_blocked_audit_due(recorded: Sequence[str] | None, holding: Sequence[str]) -> bool:
+    """Whether a row a hold kept from deletion gets a ``hold.blocked`` entry on this pass.
+
+    Once per row per hold episode (issue 17 item 5): an episode is the set of holds in force covering the
+    row (``holding``, hold ids); ``recorded`` is the set the last entry named (``retained_content.
+    hold_blocked_by``), None when none was written. Due when the set changed (a first hold, another hold
+    placed, one lifted while another still covers it); never for an empty ``holding``.
+    """
+    return bool(holding) and sorted(set(holding)) != sorted(set(recorded or ()))
+
+
 K = TypeVar("K")
 I = TypeVar("I")
 
