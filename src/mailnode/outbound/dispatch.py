@@ -56,8 +56,10 @@ correspondence) skips the authority check. Every transport answer is folded into
 ``provider_status`` row (``notify.provider_io.record``) in the transaction that records it, and a send
 stops submitting further recipients once an answer shut the breaker. The claim asks the breaker for one
 request, never for the whole send (a send larger than its class's ceiling would otherwise never go);
-instead, before each further recipient, ``provider.may_send`` is asked again on the status just recorded,
-and once it refuses (the day's reading reached the class's ceiling: the reserve, spec/transactional.md §2)
+instead, before each recipient's request, ``provider_io.reserve`` asks ``may_send`` on the locked row with
+the requests in flight (other workers' included) counted against the ceiling and reserves a ticket, which
+the answer is recorded with (an answer to an older request never overwrites a newer reading or reopens a
+later pause; issue 17 item 2), and once it refuses (the day's reading reached the class's ceiling: the reserve, spec/transactional.md §2)
 the recipients not yet submitted are written ``throttled`` with the refusal in words, so the send
 aggregates ``throttled`` and comes round after its back-off: correspondence is then gated
 ``awaiting/provider_unavailable`` (not read by the sweep until the breaker allows it again, at the next
@@ -264,8 +266,8 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
             return DispatchResult(manifest_id, SendState.WITHHELD.value, decision.reason.value)
         if decision.step in (handover.Step.GATE_PROVIDER, handover.Step.LEAVE):
             cls = mail_class.value if mail_class is not None else row.mail_class
-            refusal = provider.reason if provider is not None else None
-            reason_text = f"The provider refuses {cls} mail now ({refusal})."
+            refused_as = provider.reason if provider is not None else None
+            reason_text = f"The provider refuses {cls} mail now ({refused_as})."
             if decision.step is handover.Step.GATE_PROVIDER:
                 gated = gate_provider_unavailable(conn, row, now, reason_text)
                 return DispatchResult(manifest_id, SendState.AWAITING.value if gated else None,
@@ -311,14 +313,36 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
     for index, rec in enumerate(recipients):
         if not recipient_submittable(rec.submission_state, dedup_window_open=dedup_open):
             continue
+        # The reserve (spec/transactional.md §2; issue 17 item 2): each request is reserved on the
+        # provider row before it is made, with the requests other workers have in flight counted against
+        # the class's ceiling, and the reservation commits with the recipient's mark. A send stops where its
+        # class's ceiling is; the claim itself never asked for the whole send.
         with node.begin() as conn:
-            marked = conn.execute(update(send_recipients)
-                                  .where(send_recipients.c.id == rec.id,
-                                         send_recipients.c.submission_state == rec.submission_state)
-                                  .values(submission_state=SendState.OUTCOME_UNKNOWN.value,
-                                          submission_state_at=node.clock.now(),
-                                          attempts=send_recipients.c.attempts + 1))
-        if marked.rowcount != 1:
+            reservation = provider_io.reserve(conn, caps.name, mail_class.value, node.clock.now(), limits,
+                                              lease_seconds=lease_seconds, manifest_id=manifest_id)
+            marked = None
+            if reservation.decision.allowed:
+                marked = conn.execute(update(send_recipients)
+                                      .where(send_recipients.c.id == rec.id,
+                                             send_recipients.c.submission_state == rec.submission_state)
+                                      .values(submission_state=SendState.OUTCOME_UNKNOWN.value,
+                                              submission_state_at=node.clock.now(),
+                                              attempts=send_recipients.c.attempts + 1))
+                if marked.rowcount != 1:
+                    provider_io.release(conn, reservation.request_id)
+        if not reservation.decision.allowed:
+            refused = reservation.decision
+            log.info("send.provider_refused_mid_send manifest=%s class=%s reason=%s", manifest_id,
+                     mail_class.value, refused.reason)
+            rest = [r for r in recipients[index:]
+                    if recipient_submittable(r.submission_state, dedup_window_open=dedup_open)]
+            waiting = _wait_for_provider(node, rest, mail_class, refused, limits)
+            final.update(waiting)
+            if waiting:
+                errors.append(f"{len(waiting)} recipient(s) not submitted yet: "
+                              f"{_refusal_words(mail_class, refused, limits)}")
+            break
+        if marked is None or marked.rowcount != 1:
             continue
         final[rec.id] = SendState.OUTCOME_UNKNOWN.value
         raised = False
@@ -334,12 +358,14 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         answered_at = node.clock.now()
 
         def record_answer(conn: Connection, rec: Any = rec, outcome: SubmitOutcome = outcome, state: str = state,
-                          error: str | None = error, answered_at: datetime = answered_at) -> Any:
+                          error: str | None = error, answered_at: datetime = answered_at,
+                          reserved: provider_io.Reservation = reservation) -> Any:
             conn.execute(update(send_recipients).where(send_recipients.c.id == rec.id).values(
                 submission_state=state, submission_state_at=answered_at, last_error=error,
                 transport_message_id=outcome.transport_message_id or rec.transport_message_id,
                 provider_message_id=outcome.provider_message_id or rec.provider_message_id))
-            return provider_io.record(conn, caps.name, outcome, answered_at, limits)
+            return provider_io.record(conn, caps.name, outcome, answered_at, limits, ticket=reserved.ticket,
+                                      request_id=reserved.request_id)
 
         status = record_with_retries(node, record_answer, what=f"recipient {rec.id} {state}", manifest_id=manifest_id)
         final[rec.id] = state
@@ -352,23 +378,6 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         if breaker_state(status, answered_at) is BreakerState.SHUT:
             # The provider stopped taking mail: the rest of this send waits, its rows left as they were;
             # the send aggregates throttled because every pausing answer is itself throttled.
-            break
-        rest = [r for r in recipients[index + 1:]
-                if recipient_submittable(r.submission_state, dedup_window_open=dedup_open)]
-        if not rest:
-            continue
-        # The reserve (spec/transactional.md §2): the claim asked for one request, so the reading is asked
-        # again before each further one; a send stops where its class's ceiling is, not a recipient later.
-        decision = may_send(status, mail_class, answered_at, limits)
-        provider_io.emit(decision.logs)
-        if not decision.allowed:
-            log.info("send.provider_refused_mid_send manifest=%s class=%s reason=%s", manifest_id,
-                     mail_class.value, decision.reason)
-            waiting = _wait_for_provider(node, rest, mail_class, decision, limits)
-            final.update(waiting)
-            if waiting:
-                errors.append(f"{len(waiting)} recipient(s) not submitted yet: "
-                              f"{_refusal_words(mail_class, decision, limits)}")
             break
     return _finish(node, row, token, final, errors, attempts, retry_after)
 
