@@ -224,6 +224,20 @@ BREAKER_BOUNCE_MIN_OBSERVATIONS = 20
 BREAKER_COMPLAINT_WINDOW_SECONDS = 86_400
 BREAKER_COMPLAINT_MAX_PERCENT = 5
 BREAKER_COMPLAINT_MIN_OBSERVATIONS = 50
+#: Bounds an administrator's override of a breaker limit must keep (``governance.limits``; issue 17 item 4).
+#: Volume: at least 1 recipient an hour (0 would stop all mail: that is a domain pause's job, with its two
+#: approvers), at most 100,000 (sized: 200 times the seed's 500, above any single node's hourly hand-over
+#: at DISPATCH_CONCURRENCY sessions; past it the breaker guards nothing).
+BREAKER_VOLUME_MAX_RECIPIENTS_MIN = 1
+BREAKER_VOLUME_MAX_RECIPIENTS_MAX = 100_000
+#: Rates trip when the percent exceeds the limit, so a limit is 1..99: 0 would trip on one bounce
+#: among the minimum observations, 100 could never trip (a breaker switched off by a number).
+BREAKER_PERCENT_MIN = 1
+BREAKER_PERCENT_MAX = 99
+#: Minimum observations before a rate is armed: at least 1 (0 would arm on nothing), at most 10,000 (sized:
+#: 200 times the seed's 50; a minimum above a day's traffic leaves the rate unarmed for ever).
+BREAKER_MIN_OBSERVATIONS_MIN = 1
+BREAKER_MIN_OBSERVATIONS_MAX = 10_000
 #: A send a rate breaker still gates at hand-over leaves every sweep query until it is asked again
 #: (``governance.gatefacts.recheck_after_seconds``): after the reading's ``retry_after_seconds`` (the oldest
 #: counted row leaves the window, the earliest time alone can change the answer), but never later than this.
