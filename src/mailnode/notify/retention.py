@@ -17,7 +17,9 @@ An unknown content kind is retained (fail closed toward keeping). Every setting 
 seconds, at most ``budgets.RETENTION_SECONDS_MAX`` (``setting_refusal``, ``check_changes``,
 ``RetentionSettings``); a stored value above it (written before the bound, or by hand) is clamped when
 it is read (``settings_from_stored``), so no age the sweep computes can overflow ``timedelta``. ``retain_until_write`` is the notice
-sweeper's half-window rewrite floor; ``page_deletions`` walks a scanned page past what is retained so a
+sweeper's half-window rewrite floor; ``retain_until_at_give_up`` the fresh grace period a give-up writes
+(seed 002, "the more important half"); ``hold_blocked_audit_due`` keeps ``hold.blocked`` to once per row
+per hold episode; ``page_deletions`` walks a scanned page past what is retained so a
 retained head never reads as an empty queue. ``read_refusal`` decides what a read of content answers once
 retention may have deleted it (``E_CONTENT_DELETED``, 410, versus the store's own 500s). Pure: no I/O.
 
