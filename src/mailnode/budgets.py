@@ -195,8 +195,12 @@ SEAL_APPROVAL_REQUIRED_MAX_STATEMENTS = 16
 #: measured here by tests/outbound_db/test_budgets.py: 15 on SQLite and PostgreSQL, of which governance's
 #: recheck is 2 and the provider breaker 3 (its read, and the status row read and written after the
 #: hand-over); 10 before both were wired; an approved send 14 before the provider breaker,
-#: tests/governance_e2e/test_budgets.py). Not raised.
-DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS = 17
+#: tests/governance_e2e/test_budgets.py). Raised by 5 for the reserve under concurrency (issue 17 item 2):
+#: each request is reserved on the locked status row (the locked read, which also counts the requests in
+#: flight, the ticket counter and the request row: 3), and its request row deleted with the answer (1);
+#: a transport's first request creates the status row (1). Measured for a transport's first request 20 on
+#: SQLite and 21 on PostgreSQL (its audit chain lock), 19/20 after; an approved send's first 22 and 23.
+DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS = 23
 #: Sends one sweep submits at the same time (their transport waits overlap; sized: a smarthost accepts
 #: tens of concurrent sessions, and a batch is DISPATCH_BATCH_MAX; measured by bench/dispatch.py).
 DISPATCH_CONCURRENCY = 8
@@ -236,6 +240,20 @@ BREAKER_BOUNCE_MIN_OBSERVATIONS = 20
 BREAKER_COMPLAINT_WINDOW_SECONDS = 86_400
 BREAKER_COMPLAINT_MAX_PERCENT = 5
 BREAKER_COMPLAINT_MIN_OBSERVATIONS = 50
+#: Bounds an administrator's override of a breaker limit must keep (``governance.limits``; issue 17 item 4).
+#: Volume: at least 1 recipient an hour (0 would stop all mail: that is a domain pause's job, with its two
+#: approvers), at most 100,000 (sized: 200 times the seed's 500, above any single node's hourly hand-over
+#: at DISPATCH_CONCURRENCY sessions; past it the breaker guards nothing).
+BREAKER_VOLUME_MAX_RECIPIENTS_MIN = 1
+BREAKER_VOLUME_MAX_RECIPIENTS_MAX = 100_000
+#: Rates trip when the percent exceeds the limit, so a limit is 1..99: 0 would trip on one bounce
+#: among the minimum observations, 100 could never trip (a breaker switched off by a number).
+BREAKER_PERCENT_MIN = 1
+BREAKER_PERCENT_MAX = 99
+#: Minimum observations before a rate is armed: at least 1 (0 would arm on nothing), at most 10,000 (sized:
+#: 200 times the seed's 50; a minimum above a day's traffic leaves the rate unarmed for ever).
+BREAKER_MIN_OBSERVATIONS_MIN = 1
+BREAKER_MIN_OBSERVATIONS_MAX = 10_000
 #: A send a rate breaker still gates at hand-over leaves every sweep query until it is asked again
 #: (``governance.gatefacts.recheck_after_seconds``): after the reading's ``retry_after_seconds`` (the oldest
 #: counted row leaves the window, the earliest time alone can change the answer), but never later than this.

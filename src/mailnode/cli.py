@@ -419,6 +419,7 @@ def _mount_domain_commands() -> None:
     """Mount the command groups that live with their domain (an import error here is a defect, not a skip)."""
     from mailnode.butler.cli import butler_app
     from mailnode.demo.cli import register as register_demo
+    from mailnode.governance.cli import register as register_breakers
     from mailnode.ingress.cli import register as register_receipt
     from mailnode.notify.cli import register as register_app
     from mailnode.outbound.cli import register as register_send
@@ -428,6 +429,7 @@ def _mount_domain_commands() -> None:
     register_demo(app)
     register_app(app)
     register_receipt(app)
+    register_breakers(app)
 
 
 _mount_domain_commands()

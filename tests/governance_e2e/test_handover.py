@@ -179,3 +179,25 @@ def test_an_approved_butler_send_still_waits_for_a_persons_release(org: Org) -> 
     assert (after["state"], after["state_reason"]) == ("awaiting", "butler_release_required")
     org.sweep()
     assert org.received() == []
+
+
+def test_a_tripped_breaker_holds_deferrable_mail_of_an_author_a_stricter_policy_matches(org: Org) -> None:
+    # Issue 17 item 1: an organisation-wide require_approval policy made the recheck drop the rate gate,
+    # and dispatch ignored the policy refusal for deferrable mail: it went straight through the breaker.
+    sealed = seal(org.node, org_id=org.org_id, author_id=org.admin.id, request=SealRequest(
+        mailbox_id=org.i.mailbox_id, to=["late@remote.test"], subject="Your export", body="Ready.",
+        mail_class="deferrable"))
+    assert sealed.state == "held"
+    org.publish("everything needs approval", "require_approval", stages=[{"count": 1}])
+    org.trip_volume()
+    org.sweep()
+    assert org.received() == []
+    after = org.read(sealed.id)
+    assert (after["state"], after["state_reason"], after["attempts"]) == ("awaiting", "breaker_volume", 0)
+    [entry] = org.entries("send.rate_limited", sealed.id)
+    assert entry.detail["at"] == "dispatch"
+    # The window clears: the breaker let it go, and policy (correspondence's gate) never held it.
+    org.node.clock.advance(budgets.BREAKER_VOLUME_WINDOW_SECONDS + 1)
+    org.sweep()
+    assert org.received() == ["late@remote.test"]
+    assert org.read(sealed.id)["state"] == "handed_over"

@@ -451,3 +451,44 @@ def test_quota_alert_at_eighty_percent(reading: int, alert: bool) -> None:
 def test_no_reading_is_no_percent_not_zero() -> None:
     assert quota_percent(FRESH, NOW) is None
     assert not quota_alert(FRESH, NOW)
+
+
+# --- tickets: an answer to an older request never overwrites a reading or a pause (issue 17 item 2) ----
+#: A status after tickets 1..4 were issued and a pause set once 4 had been issued, its reading pinned then.
+TICKETED = replace(FRESH, requests_issued=4, daily_used=50, daily_observed_at=NOW, reading_ticket=4,
+                   pause_kind=PauseKind.DAILY_QUOTA, paused_at=NOW, unavailable_until=next_utc_midnight(NOW),
+                   pause_error="daily_quota_exceeded", pause_ticket=4)
+#: Open, its reading from ticket 2.
+OPEN_TICKETED = replace(TICKETED, pause_kind=None, paused_at=None, unavailable_until=None, pause_error=None,
+                        pause_ticket=None, reading_ticket=2)
+
+
+@pytest.mark.parametrize(("status", "ticket", "reopened", "reading"), [
+    (TICKETED, 3, False, 50),  # made before the pause, answered after it: neither reopens nor reads
+    (TICKETED, 4, False, 50),  # the last request made before the pause
+    (TICKETED, 5, True, 60),  # made after the pause (a probe): reopens, and its reading is the newest
+    (TICKETED, None, True, 60),  # an answer without a ticket: as before tickets
+    (OPEN_TICKETED, 1, False, 50),  # older than the reading's request: the reading stays
+    (OPEN_TICKETED, 2, False, 50),  # the reading's own request again: newer only when strictly later
+    (OPEN_TICKETED, 3, False, 60),
+])
+def test_an_answer_to_an_older_request_never_overwrites_the_reading_or_reopens_a_later_pause(
+        status: ProviderStatus, ticket: int | None, reopened: bool, reading: int) -> None:
+    recorded = record_outcome(status, ok("60"), NOW, ticket=ticket)
+    was_paused = status.pause_kind is not None
+    assert (was_paused and recorded.status.pause_kind is None) is reopened
+    assert (TOKEN_REOPENED in tokens(recorded.logs)) is reopened
+    assert recorded.status.daily_used == reading
+
+
+def test_a_pause_records_the_requests_made_before_it() -> None:
+    paused = record_outcome(replace(FRESH, requests_issued=7), refusal(429, "daily_quota_exceeded"), NOW).status
+    assert paused.pause_ticket == 7 and paused.reading_ticket == 7
+
+
+@pytest.mark.parametrize(("reading", "in_flight", "allowed"), [
+    (94, 0, True), (94, 1, False), (93, 1, True), (93, 2, False), (None, 50, True),
+])
+def test_requests_in_flight_count_against_the_ceiling(reading: int | None, in_flight: int, allowed: bool) -> None:
+    status = replace(FRESH, daily_used=reading, daily_observed_at=NOW if reading is not None else None)
+    assert may_send(status, MailClass.CORRESPONDENCE, NOW, in_flight=in_flight).allowed is allowed

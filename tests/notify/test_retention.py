@@ -20,7 +20,9 @@ from mailnode.notify.retention import (
     RetentionSettings,
     Verdict,
     decide,
+    hold_blocked_audit_due,
     page_deletions,
+    retain_until_at_give_up,
     retain_until_write,
 )
 
@@ -194,3 +196,29 @@ def test_an_empty_scan_starts_over() -> None:
 def test_seed_numbers() -> None:
     assert budgets.RETENTION_CEILING_SECONDS_DEFAULT == 14 * 86_400
     assert (budgets.RETENTION_DELETE_BATCH_MAX, budgets.RETENTION_SCAN_WINDOW_MAX) == (50, 500)
+
+
+@pytest.mark.parametrize(("recorded", "holding", "due"), [
+    (None, ["hld_1"], True),  # the first time a hold keeps the row
+    (["hld_1"], ["hld_1"], False),  # every later pass of the same episode
+    (["hld_1"], ["hld_1", "hld_2"], True),  # another hold placed: a new episode
+    (["hld_1", "hld_2"], ["hld_2", "hld_1"], False),  # order does not matter
+    (["hld_1", "hld_2"], ["hld_2"], True),  # one lifted while another still covers it
+    (["hld_1"], ["hld_2"], True),  # lifted, and a new hold placed later
+    (None, [], False), (["hld_1"], [], False),  # nothing holds it: nothing to audit
+])
+def test_hold_blocked_is_due_once_per_hold_episode(recorded: list[str] | None, holding: list[str], due: bool) -> None:
+    assert hold_blocked_audit_due(recorded, holding) is due
+
+
+@pytest.mark.parametrize(("current", "expected"), [
+    (None, NOW + timedelta(seconds=budgets.RETENTION_NOTICE_GRACE_SECONDS)),
+    # No half-window floor at a give-up: a value six days ahead still moves to a full grace from now.
+    (NOW + timedelta(days=6), NOW + timedelta(seconds=budgets.RETENTION_NOTICE_GRACE_SECONDS)),
+    (NOW - timedelta(days=1), NOW + timedelta(seconds=budgets.RETENTION_NOTICE_GRACE_SECONDS)),
+    # Never backwards.
+    (NOW + timedelta(seconds=budgets.RETENTION_NOTICE_GRACE_SECONDS), None),
+    (NOW + timedelta(days=30), None),
+])
+def test_a_give_up_writes_a_fresh_grace_period(current: datetime | None, expected: datetime | None) -> None:
+    assert retain_until_at_give_up(current, NOW) == expected

@@ -100,3 +100,28 @@ def test_retention_settings_are_for_administrators_and_must_be_coherent(org: Ret
     assert api.get("/api/settings/retention", headers=bob.headers).status_code == 403
     sid, _ = org.send("three days old", at=org.ago(3 * DAY))
     assert retention_io.run_pass(org.node, org.node.clock.now()).sweeps[org.org_id].purged == (sid,)
+
+
+def test_hold_blocked_is_written_once_per_row_per_hold_episode(org: Retained, api: Any) -> None:
+    # Issue 17 item 5: every pass wrote hold.blocked for every held row (1,100 entries for 60 rows).
+    rows = [org.send(f"evidence {n}", at=org.ago(20 * DAY))[0] for n in range(3)]
+    first = api.post("/api/holds", json={"mailbox_id": org.i.mailbox_id}, headers=org.admin.headers)
+    assert first.status_code == 201
+    for _ in range(4):
+        report = retention_io.run_pass(org.node, org.node.clock.now()).sweeps[org.org_id]
+        assert sorted(report.hold_blocked) == sorted(rows) and report.purged == ()
+        org.node.clock.advance(600)  # type: ignore[attr-defined]
+    blocked = org.entries("hold.blocked")
+    assert sorted(e["subject"] for e in blocked) == sorted(rows)
+    assert {tuple(e["detail"]["hold_ids"]) for e in blocked} == {(first.json()["hold"]["id"],)}
+    # A second hold covering the same rows is a new episode: one more entry each, then silence again.
+    second = api.post("/api/holds", json={"mailbox_id": org.i.mailbox_id, "matter_id": "M-8"},
+                      headers=org.admin.headers)
+    assert second.status_code == 201
+    for _ in range(3):
+        retention_io.run_pass(org.node, org.node.clock.now())
+    blocked = org.entries("hold.blocked")
+    assert len(blocked) == 2 * len(rows)
+    both = tuple(sorted([first.json()["hold"]["id"], second.json()["hold"]["id"]]))
+    assert sorted(e["subject"] for e in blocked[len(rows):]) == sorted(rows)
+    assert {tuple(e["detail"]["hold_ids"]) for e in blocked[len(rows):]} == {both}

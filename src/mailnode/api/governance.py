@@ -7,6 +7,9 @@
   ``{decision: approve|deny}`` (anything else ``E_BAD_DECISION``, 422), ``POST /api/approvals/{id}/withdraw``.
 - ``POST /api/domain-pauses`` ``{domain, reason}``, ``GET /api/domain-pauses`` (in force),
   ``POST /api/domain-pauses/{id}/lift`` ``{reason?}``. No route pauses outright.
+- ``GET /api/breaker-limits`` and ``PATCH /api/breaker-limits`` ``{name: integer | null}`` (null resets to
+  the default): the organisation's breaker limits with defaults, sources and bounds, administrators only
+  (``governance.limits``; audited ``breaker_limits.changed``).
 - ``GET /api/breakers``: every reading, tripped or not, ``{"breakers": [...]}``, to administrators and to
   principals holding a relation on some mailbox (the breakers gate every mailbox's mail); anyone else 403
   ``E_BREAKERS_NOT_VISIBLE``.
@@ -24,7 +27,7 @@ from pydantic import Field
 from mailnode import authz
 from mailnode.api.deps import ApprovalPageDep, CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.models import Strict
-from mailnode.governance import approvals, breakers, pauses, policies
+from mailnode.governance import approvals, breakers, limits, pauses, policies
 from mailnode.governance.policy import Conditions
 
 router = APIRouter(tags=["governance"])
@@ -169,6 +172,33 @@ def lift_pause(pause_id: str, node: NodeDep, caller: CallerDep, body: LiftIn | N
     with node.begin() as conn:
         return {"lifted": pauses.lift(conn, org_id=caller.org_id, actor_id=caller.principal_id, pause_id=pause_id,
                                       reason=body.reason if body else None, now=node.clock.now())}
+
+
+class BreakerLimitsIn(Strict):
+    """Limits to change: an integer sets one, null resets it to its default, an absent one is unchanged.
+    Values are checked by ``governance.limits.check_changes`` (so ``true`` or ``"10"`` is refused there)."""
+
+    volume_max_recipients: Any = None
+    bounce_max_percent: Any = None
+    bounce_min_observations: Any = None
+    complaint_max_percent: Any = None
+    complaint_min_observations: Any = None
+
+
+@router.get("/api/breaker-limits")
+def get_breaker_limits(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """The organisation's breaker limits, each with its default, source and bounds (administrators)."""
+    with node.read() as conn:
+        return {"breaker_limits": limits.read(conn, org_id=caller.org_id, actor_id=caller.principal_id)}
+
+
+@router.patch("/api/breaker-limits")
+def patch_breaker_limits(body: BreakerLimitsIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Set or reset some breaker limits (administrators); audited ``breaker_limits.changed``."""
+    with node.begin() as conn:
+        return {"breaker_limits": limits.change(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                                changes=body.model_dump(exclude_unset=True),
+                                                now=node.clock.now())}
 
 
 @router.get("/api/breakers")

@@ -27,16 +27,18 @@ At hand-over, before the claim::
     rf = recheck_facts(conn, org_id=..., manifest_id=..., mailbox_id=..., author_id=..., recipients=[...],
                        is_reply=bool, sending_domain=..., bound_outcome=row.policy_outcome, now=now,
                        delivery_signals=...)
-    if rf.withhold_reason: withhold(conn, row, StateReason(rf.withhold_reason), now, rf.withhold_detail)
-    elif rf.rate_gate: record_rate_limited(conn, ..., reading=rf.rate_gate, at="dispatch",
-                                           guard=movable_now_sql(now))   # recheck time; audit once
+    decision = outbound.handover.decide(HandoverFacts(..., withhold_reason=..., rate_gate=...))
+    # withhold -> withhold(conn, row, decision.reason, now, rf.withhold_detail)
+    # gate_rate -> record_rate_limited(conn, ..., reading=rf.rate_gate, at="dispatch",
+    #                                  guard=movable_now_sql(now))   # recheck time; audit once
 
 ``recheck_facts`` re-evaluates policy for every send (Part A 12): a current outcome ranked above the
 bound one withholds ``policy_stricter``; for a send bound ``require_approval`` it checks the approval
 (``approval_revoked``: missing, not approved, or no standing approver; ``approval_expired``: past
 ``expires_at``; ``approver_ineligible``: an approver no longer holds ``approval.decide`` or is the
-author). Refusals come first, in the order domain pause, approval, policy; a tripped rate gates only a
-send nothing refuses (a gate says wait, a refusal says never; waiting for a refusal helps nobody). Cost:
+author). Refusals come first, in the order domain pause, approval, policy; the first tripped rate is
+reported alongside whatever refuses, and the hand-over decision (``outbound.handover.decide``) gates on it
+only when no refusal applies to the send's class (a gate says wait, a refusal says never). Cost:
 2 statements, plus 2 (the approval with its decisions, the deciders) for an approved send.
 
 ``record_rate_limited`` at dispatch writes a recheck time on the send whether or not it is a transition
@@ -187,7 +189,8 @@ class RecheckFacts:
         withhold_reason: ``domain_paused | approval_revoked | approval_expired | approver_ineligible |
             policy_stricter`` (the first that applies), or None.
         withhold_detail: the specifics for ``last_error``.
-        rate_gate: the first tripped reading when nothing refuses, or None.
+        rate_gate: the first tripped reading, or None, whether or not ``withhold_reason`` is set (the
+            refusal may not apply to the send's class: ``outbound.handover.decide`` orders them).
         policy: the current policy result.
         breakers: every reading.
     """
@@ -249,8 +252,11 @@ def recheck_facts(conn: Connection, *, org_id: str, manifest_id: str, mailbox_id
         reason = "policy_stricter"
         detail = (f"Policy now says {result.outcome.value}; the send was sealed under "
                   f"{bound_outcome or 'allow'} ({', '.join(result.version_ids) or 'no version'}).")
-    gate = state.gate if reason is None else None
-    return RecheckFacts(reason, detail, gate, result, state)
+    # The tripped breaker is reported whether or not something refuses: a refusal of policy or approvals
+    # does not apply to every mail class, so which one wins is the hand-over decision's
+    # (``outbound.handover.decide``), never this reader's (issue 17: dropping it here let deferrable mail
+    # through a tripped breaker whenever a policy was stricter than the bound outcome).
+    return RecheckFacts(reason, detail, state.gate, result, state)
 
 
 def rate_limited_detail(reading: breakers.Reading, *, mailbox_id: str, at: Literal["seal", "dispatch"]

@@ -72,6 +72,8 @@ retained_content = Table(
     Column("digests", JSONText, nullable=True),
     Column("retain_until", UTCDateTime, nullable=True),
     Column("purged_at", UTCDateTime, nullable=True),
+    #: The hold ids the last ``hold.blocked`` entry about this row named (one entry per hold episode).
+    Column("hold_blocked_by", JSONText, nullable=True),
     Index("ix_retained_content_scan", "org_id", "created_at", "source_id"),
 )
 

@@ -197,6 +197,12 @@ class ProviderStatus:
         unavailable_until: when it ends (aware UTC); the breaker is shut before this, ``probe_due`` after.
         pause_error: the provider's error name that set it (for people and metrics), or None.
         last_success_at: the last hand-over the provider accepted, or None.
+        requests_issued: the last request ticket issued (``provider_io.reserve``; a counter that only grows).
+        reading_ticket: the ticket of the request whose answer gave ``daily_used`` (None: unknown, older
+            than tickets); an answer to an older request never overwrites the reading.
+        pause_ticket: ``requests_issued`` when the pause was set: every request with a ticket at or below
+            it was made before the pause, so its success does not reopen it (only a later request, a probe,
+            does).
     """
 
     transport: str
@@ -207,6 +213,18 @@ class ProviderStatus:
     unavailable_until: datetime | None = None
     pause_error: str | None = None
     last_success_at: datetime | None = None
+    requests_issued: int = 0
+    reading_ticket: int | None = None
+    pause_ticket: int | None = None
+
+
+def answers_newer(ticket: int | None, recorded: int | None) -> bool:
+    """Whether an answer to the request ``ticket`` is newer than the one ``recorded`` came from (pure).
+
+    Tickets are issued in order (``provider_io.reserve``); an answer without a ticket (a caller that did
+    not reserve) or a recorded fact without one (written before tickets) counts as newer, as before.
+    """
+    return ticket is None or recorded is None or ticket > recorded
 
 
 class BreakerState(StrEnum):
@@ -302,7 +320,8 @@ class Recorded:
 
 
 def record_outcome(
-    status: ProviderStatus, outcome: SubmitOutcome, now: datetime, limits: ProviderLimits = DEFAULT_LIMITS
+    status: ProviderStatus, outcome: SubmitOutcome, now: datetime, limits: ProviderLimits = DEFAULT_LIMITS,
+    *, ticket: int | None = None,
 ) -> Recorded:
     """Fold one hand-over's ``SubmitOutcome`` into the breaker (every class, every call site).
 
@@ -313,6 +332,11 @@ def record_outcome(
       until ``reopens_at(kind, now)``, unless a pause already in force ends later (kept: two workers'
       answers arriving out of order never shorten a pause). ``daily_quota`` pins the reading at the limit
       observed at ``now``; the other kinds leave it alone. Logged as ``provider.paused`` (error).
+    - ``ticket`` (the answered request's, ``provider_io.reserve``): a reading or a pause is never
+      overwritten by an answer to an older request (issue 17 item 2): a success reopens a pause only when
+      its request was made after the pause was set (``ticket > pause_ticket``), and its header replaces the
+      reading only when its request is newer than the reading's (``answers_newer``). A pause records
+      ``requests_issued`` as its ``pause_ticket``; ``daily_quota`` also stamps the pinned reading with it.
     - anything else (``validation_error``, a rate limit, a 5xx, a timeout): the status is unchanged.
       Headers on refusals are checked and logged when out of range but never stored: seed 002 reads the
       header from successful responses, and an error response has been seen carrying 0 (resend.md §7).
@@ -323,7 +347,10 @@ def record_outcome(
         logs.append(parsed.log)
     if outcome.state is SubmitState.HANDED_OVER:
         new = replace(status, last_success_at=now)
-        if status.pause_kind is not None:
+        if not answers_newer(ticket, status.reading_ticket):
+            # An answer to a request older than the reading's: the reading stays (it is newer).
+            parsed = QuotaReading(None, True, parsed.log)
+        if status.pause_kind is not None and answers_newer(ticket, status.pause_ticket):
             logs.append(
                 LogEvent(
                     TOKEN_REOPENED,
@@ -333,9 +360,9 @@ def record_outcome(
             )
             new = replace(new, pause_kind=None, paused_at=None, unavailable_until=None, pause_error=None)
         if parsed.value is not None:
-            new = replace(new, daily_used=parsed.value, daily_observed_at=now)
+            new = replace(new, daily_used=parsed.value, daily_observed_at=now, reading_ticket=ticket)
         elif not parsed.present:
-            new = replace(new, daily_used=None, daily_observed_at=None)
+            new = replace(new, daily_used=None, daily_observed_at=None, reading_ticket=ticket)
         return Recorded(new, tuple(logs))
     kind = pause_kind_for(outcome.error_name, outcome.error_code)
     if kind is None:
@@ -348,10 +375,12 @@ def record_outcome(
     ):
         return Recorded(status, tuple(logs))
     new = replace(
-        status, pause_kind=kind, paused_at=now, unavailable_until=until, pause_error=outcome.error_name
+        status, pause_kind=kind, paused_at=now, unavailable_until=until, pause_error=outcome.error_name,
+        pause_ticket=status.requests_issued,
     )
     if kind is PauseKind.DAILY_QUOTA and limits.daily_limit is not None:
-        new = replace(new, daily_used=limits.daily_limit, daily_observed_at=now)
+        new = replace(new, daily_used=limits.daily_limit, daily_observed_at=now,
+                      reading_ticket=status.requests_issued)
     logs.append(
         LogEvent(
             TOKEN_PAUSED,
@@ -428,6 +457,7 @@ def may_send(
     limits: ProviderLimits = DEFAULT_LIMITS,
     *,
     requests: int = 1,
+    in_flight: int = 0,
 ) -> Decision:
     """May mail of ``mail_class`` that makes ``requests`` provider requests go at ``now``? A read only.
 
@@ -436,7 +466,11 @@ def may_send(
     over (it asks again after every answer, ``outbound.dispatch``). The ceiling bounds the day's reading
     *after* those requests, so nobody spends past its class's ceiling into the reserve kept for deferrable
     notices (spec/transactional.md §2 "Reserve"): the refusal is ``reading + requests > ceiling``, which for
-    one request is ``reading >= ceiling``. Raises ``ValueError`` when ``requests < 1`` (a caller's defect).
+    one request is ``reading >= ceiling``. ``in_flight`` is the requests already made and not yet answered
+    (``provider_io.reserve`` counts them): they count against the ceiling before their answers raise the
+    reading, so concurrent workers never spend past it together (issue 17 item 2): the refusal is
+    ``reading + in_flight + requests > ceiling``. Raises ``ValueError`` when ``requests < 1`` or
+    ``in_flight < 0`` (a caller's defect).
 
     Order: unknown class (refused, ``class_not_classified``); a pause in force (``provider_paused`` until
     its end); the day's reading plus ``requests`` over the class's ceiling (``quota_ceiling`` until the
@@ -449,6 +483,8 @@ def may_send(
     """
     if requests < 1:
         raise ValueError(f"a send makes at least one provider request, not {requests}")
+    if in_flight < 0:
+        raise ValueError(f"requests in flight cannot be negative, not {in_flight}")
     cls = parse_mail_class(mail_class)
     if cls is None:
         event = LogEvent(TOKEN_CLASS_NOT_CLASSIFIED, LogLevel.ERROR, {"mail_class": str(mail_class)[:40]})
@@ -461,7 +497,7 @@ def may_send(
     reading = reading_today(status, now, limits)
     logs: tuple[LogEvent, ...] = (reading.log,) if reading.log is not None else ()
     ceiling = limits.ceiling_for(cls)
-    if reading.value is not None and ceiling is not None and reading.value + requests > ceiling:
+    if reading.value is not None and ceiling is not None and reading.value + in_flight + requests > ceiling:
         token = None
         if (
             cls is MailClass.REALTIME
@@ -477,6 +513,7 @@ def may_send(
                     "ceiling": ceiling,
                     "daily_limit": limits.daily_limit,
                     "requests": requests,
+                    "in_flight": in_flight,
                 },
             )
             logs = (*logs, event)

@@ -17,7 +17,9 @@ An unknown content kind is retained (fail closed toward keeping). Every setting 
 seconds, at most ``budgets.RETENTION_SECONDS_MAX`` (``setting_refusal``, ``check_changes``,
 ``RetentionSettings``); a stored value above it (written before the bound, or by hand) is clamped when
 it is read (``settings_from_stored``), so no age the sweep computes can overflow ``timedelta``. ``retain_until_write`` is the notice
-sweeper's half-window rewrite floor; ``page_deletions`` walks a scanned page past what is retained so a
+sweeper's half-window rewrite floor; ``retain_until_at_give_up`` the fresh grace period a give-up writes
+(seed 002, "the more important half"); ``hold_blocked_audit_due`` keeps ``hold.blocked`` to once per row
+per hold episode; ``page_deletions`` walks a scanned page past what is retained so a
 retained head never reads as an empty queue. ``read_refusal`` decides what a read of content answers once
 retention may have deleted it (``E_CONTENT_DELETED``, 410, versus the store's own 500s). Pure: no I/O.
 
@@ -330,6 +332,33 @@ def retain_until_write(
     if current is not None and utc(current) >= target:
         return None
     return target
+
+
+def retain_until_at_give_up(
+    current: datetime | None, now: datetime, grace_seconds: int = budgets.RETENTION_NOTICE_GRACE_SECONDS
+) -> datetime | None:
+    """The ``retain_until`` written when a notice or a deferrable send gives up, or None to skip.
+
+    Seed 002, "the more important half": giving up is when the person will never be told, so the content
+    gets a fresh grace period from the give-up, ``now + grace``. No half-window floor here (that floor is
+    for the many passes of an undelivered notice; a give-up happens once per send): written unless the
+    stored value already reaches ``now + grace``. Never moves a value backwards. spec/transactional.md §5.
+    """
+    target = utc(now) + timedelta(seconds=grace_seconds)
+    if current is not None and utc(current) >= target:
+        return None
+    return target
+
+
+def hold_blocked_audit_due(recorded: Sequence[str] | None, holding: Sequence[str]) -> bool:
+    """Whether a row a hold kept from deletion gets a ``hold.blocked`` entry on this pass.
+
+    Once per row per hold episode (issue 17 item 5): an episode is the set of holds in force covering the
+    row (``holding``, hold ids); ``recorded`` is the set the last entry named (``retained_content.
+    hold_blocked_by``), None when none was written. Due when the set changed (a first hold, another hold
+    placed, one lifted while another still covers it); never for an empty ``holding``.
+    """
+    return bool(holding) and sorted(set(holding)) != sorted(set(recorded or ()))
 
 
 K = TypeVar("K")

@@ -23,7 +23,8 @@ this module reads its facts, calls it, and writes what it returns.
 - ``sweep_org`` is ``scan`` then ``write`` in one transaction: ``scan`` reads at most
   ``RETENTION_SCAN_WINDOW_MAX`` unpurged rows after its cursor, decides each, and lets
   ``retention.page_deletions`` pick up to ``RETENTION_DELETE_BATCH_MAX`` past retained ones; ``write``
-  purges them (``retention.deleted``), audits each hold-blocked row ``hold.blocked``, and stores the
+  purges them (``retention.deleted``), audits a hold-blocked row ``hold.blocked`` once per hold episode
+  (``retention.hold_blocked_audit_due``; the holds named are kept in ``hold_blocked_by``), and stores the
   cursor. The blobs go after the commit: a crash between leaves an orphan blob, never a row naming a
   missing one.
 - Settings: ``update_settings`` writes only what ``retention.check_changes`` and ``RetentionSettings``
@@ -36,7 +37,9 @@ this module reads its facts, calls it, and writes what it returns.
   provider-breaker check, and it works while sending is paused. That is the only place the node runs it:
   it has no schedule of its own (``server.schedules`` registers none), so it runs every
   ``sweeper_interval_seconds``.
-- ``extend(conn, ...)``: the notice sweeper's write of ``retain_until`` (half-window rewrite floor).
+- ``extend(conn, ...)``: the notice sweeper's write of ``retain_until`` (half-window rewrite floor);
+  ``extend_at_give_up(conn, ...)``: the notify sweeper's write when a deferrable send gives up (a fresh
+  grace period from the give-up, ``retention.retain_until_at_give_up``).
 - ``read_content(node, ...)``: every person's read of content (a message's raw bytes, a send's sealed body)
   goes through it, so content retention deleted answers ``E_CONTENT_DELETED`` (410) and only a blob lost
   without a purge record answers the store's ``E_EVIDENCE_MISSING`` (500). ``content_refusal(conn, ...)``
@@ -178,6 +181,23 @@ def extend(conn: Connection, *, source_ids: Iterable[str], now: datetime) -> int
     for r in conn.execute(select(rc.source_id, rc.retain_until)
                           .where(rc.source_id.in_(ids), rc.purged_at.is_(None))).all():
         target = retention.retain_until_write(r.retain_until, now)
+        if target is not None:
+            conn.execute(update(retained_content).where(rc.source_id == r.source_id).values(retain_until=target))
+            written += 1
+    return written
+
+
+def extend_at_give_up(conn: Connection, *, source_ids: Iterable[str], now: datetime) -> int:
+    """Give the unpurged ledger rows of ``source_ids`` a fresh grace period from ``now`` (a give-up: the
+    person will not be told; seed 002, ``retention.retain_until_at_give_up``); returns rows written.
+    One read and one write per row moved; in the caller's transaction (the give-up's)."""
+    ids = sorted(set(source_ids))
+    if not ids:
+        return 0
+    written = 0
+    for r in conn.execute(select(rc.source_id, rc.retain_until)
+                          .where(rc.source_id.in_(ids), rc.purged_at.is_(None))).all():
+        target = retention.retain_until_at_give_up(r.retain_until, now)
         if target is not None:
             conn.execute(update(retained_content).where(rc.source_id == r.source_id).values(retain_until=target))
             written += 1
@@ -441,7 +461,8 @@ def scan(conn: Connection, *, org_id: str, now: datetime, scan_max: int = budget
 
 def write(conn: Connection, scanned: Scan, *, org_id: str, now: datetime) -> Written:
     """Carry out a ``scan``: ``_purge`` each chosen row (each all or nothing, guarded against what moved
-    since the scan), audit each hold-blocked row ``hold.blocked``, and store the cursor."""
+    since the scan), audit a hold-blocked row ``hold.blocked`` once per hold episode (the set of holds
+    covering it, recorded in ``hold_blocked_by``), and store the cursor."""
     purged: list[str] = []
     withheld: list[str] = []
     raced: list[str] = []
@@ -460,6 +481,10 @@ def write(conn: Connection, scanned: Scan, *, org_id: str, now: datetime) -> Wri
     for sid in scanned.page.hold_blocked:
         row = scanned.rows[sid]
         ids = sorted(h.id for h in scanned.hold_rows if _covered([h], row.mailbox_id, row.created_at))
+        # Once per row per hold episode, not on every pass (``retention.hold_blocked_audit_due``).
+        if not retention.hold_blocked_audit_due(row.hold_blocked_by, ids):
+            continue
+        conn.execute(update(retained_content).where(rc.source_id == sid).values(hold_blocked_by=ids))
         audit.append(conn, org_id=org_id, at=now, action="hold.blocked", actor_id=None, subject=sid,
                      outcome="refused", detail={"hold_ids": ids, "act": "retention.delete", "kind": row.kind})
     _save_cursor(conn, org_id, scanned.page.next_cursor)

@@ -4,7 +4,8 @@ A pass, in order (``sweeper_rules.pass_plan`` first):
 
 1. the passes registered in ``PRE_SEND_PASSES`` (retention writes: they cost no quota and matter most
    during an outage, so they run before any breaker check). ``notify.retention_io.run_pass(node, now)`` is
-   registered automatically when that module exists; nothing else is agreed with it;
+   registered at import; a deferrable send that gives up extends retention of what it is about
+   (``retention_io.extend_at_give_up``, in the give-up's transaction);
 2. stranded claims: every send (any class) whose claim's lease expired — its worker died mid-send;
 3. age-outs: deferrable mail past the give-up age, and realtime mail left pending (never retried);
 4. re-drives, only when the plan's ``send_mode`` allows: deferrable mail that may move, and ambiguous
@@ -25,8 +26,6 @@ cursor, so a page of leased rows never reads as an empty queue. Realtime mail is
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,8 +37,9 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode import audit, budgets
 from mailnode.node import Node
-from mailnode.notify import metrics, provider_io
+from mailnode.notify import metrics, provider_io, retention_io
 from mailnode.notify.classes import MailClass
+from mailnode.notify.notice_tables import notices
 from mailnode.notify.provider import ProviderStatus
 from mailnode.notify.sweeper_rules import (
     PassPlan,
@@ -47,6 +47,7 @@ from mailnode.notify.sweeper_rules import (
     SendMode,
     SweepFacts,
     SweepRules,
+    SweeperReason,
     SweepVerdict,
     decide_row,
     pass_plan,
@@ -79,16 +80,8 @@ def register_pre_send_pass(fn: PrePass) -> None:
         PRE_SEND_PASSES.append(fn)
 
 
-def _register_retention() -> None:
-    # The other half of issue 9 owns ``notify.retention_io``; when it exists its ``run_pass`` runs first.
-    # An import error there is a defect and propagates (never a silent skip).
-    if importlib.util.find_spec("mailnode.notify.retention_io") is None:
-        return
-    module = importlib.import_module("mailnode.notify.retention_io")
-    register_pre_send_pass(module.run_pass)
-
-
-_register_retention()
+# Retention's pass runs first on every sweep (``notify.retention_io.run_pass``).
+register_pre_send_pass(retention_io.run_pass)
 
 
 def rules_of(node: Node, transport: Transport) -> SweepRules:
@@ -149,7 +142,17 @@ def _write(conn: Connection, row: Any, decision: RowDecision, now: datetime) -> 
     audit.append(conn, org_id=row.org_id, at=now, action=f"send.{write.state.value}", actor_id=None,
                  subject=row.id, outcome="refused" if write.state is SendState.WITHHELD else "failed",
                  detail={"reason": write.reason.value, "by": "sweeper", "evidence": decision.explanation[:300]})
+    if write.reason is SweeperReason.GAVE_UP:
+        # Giving up is when the person will never be told (seed 002, "the more important half"): what the
+        # send is about, and its own body, get a fresh grace period from now, in the give-up's transaction.
+        retention_io.extend_at_give_up(conn, source_ids=[row.id, *about_of_send(conn, row.id)], now=now)
     return True
+
+
+def about_of_send(conn: Connection, send_id: str) -> list[str]:
+    """The content ids (``msg_`` / ``snd_``) the notices sent by ``send_id`` are about (one statement)."""
+    rows = conn.execute(select(notices.c.about).where(notices.c.send_id == send_id)).all()
+    return sorted({str(i) for r in rows for i in (r.about or [])})
 
 
 def _release(conn: Connection, row: Any, now: datetime, caps_window_open: bool) -> bool:

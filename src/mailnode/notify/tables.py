@@ -2,6 +2,7 @@
 
 ``provider_status``: one row per configured transport (spec/transactional.md §2), the stored form of
 ``notify.provider.ProviderStatus``; written after every hand-over through ``provider.record_outcome``.
+``provider_requests``: the provider requests in flight, counted against the ceilings before they are made.
 ``contact_addresses``: where a person's notices go, and whether that address was verified (§4).
 ``verification_records``: one per person, the stored form of ``notify.verification.VerificationRecord``;
 it is also the endpoint's cooldown, so a failed send keeps it with its code cleared.
@@ -10,7 +11,7 @@ it is also the endpoint's cooldown, so a failed send keeps it with its code clea
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, ForeignKey, Integer, String, Table, Text, UniqueConstraint
+from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, String, Table, Text, UniqueConstraint
 
 from mailnode.db.meta import UTCDateTime, metadata
 
@@ -26,6 +27,26 @@ provider_status = Table(
     Column("pause_error", String(60), nullable=True),
     Column("last_success_at", UTCDateTime, nullable=True),
     Column("updated_at", UTCDateTime, nullable=False),
+    #: The last request ticket issued (``provider_io.reserve``), and the tickets the reading and the pause
+    #: came from, so an answer to an older request never overwrites either (issue 17 item 2).
+    Column("requests_issued", Integer, nullable=False, server_default="0"),
+    Column("reading_ticket", Integer, nullable=True),
+    Column("pause_ticket", Integer, nullable=True),
+)
+
+#: Provider requests made and not yet answered (one row each, deleted with the answer): they count against
+#: the class's ceiling before they are made. A worker that died leaves its row until ``lease_until``.
+provider_requests = Table(
+    "provider_requests",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("transport", String(20), nullable=False),
+    Column("ticket", Integer, nullable=False),
+    Column("mail_class", String(20), nullable=False),
+    Column("manifest_id", String(40), nullable=True),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("lease_until", UTCDateTime, nullable=False),
+    Index("ix_provider_requests_transport", "transport", "lease_until"),
 )
 
 contact_addresses = Table(

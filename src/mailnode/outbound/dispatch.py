@@ -2,12 +2,16 @@
 
 ``dispatch_one`` moves one send, in this order (spec/outbound.md §1.7; issue 4):
 1. read it under ``movable_now`` (``outbound.movable``; nothing else decides what may move);
-2. recheck, all before the claim so a refusal or a gate spends no attempt: the author still holds
+2. recheck, all before the claim so a refusal or a gate spends no attempt. Dispatch reads the facts and
+   ``outbound.handover.decide`` (pure, class × facts, beside ``gates.decide``) chooses; dispatch writes
+   its answer. The facts: the author still holds
    ``send.propose`` (else ``withheld/authority_lost``); then governance
-   (``governance.gatefacts.recheck_facts``, 2 statements, 4 for a send bound ``require_approval``): the
+   (``governance.gatefacts.recheck_facts``, 2 statements, 4 for a send bound ``require_approval``), the
+   provider breaker for the class; the decision: the
    domain pause, the approval (revoked, expired, an approver no longer eligible) and the policy
    re-evaluated for every send (stricter than the bound outcome: ``policy_stricter``) withhold with
-   their reason, recipients following; a tripped rate breaker gates the send ``awaiting/breaker_*``
+   their reason, recipients following; a tripped rate breaker gates a send of **every** class
+   ``awaiting/breaker_*`` (seed 000, spec/transactional.md §1)
    (``record_rate_limited`` guarded by ``movable_now``: it writes the send's recheck time, ``release_at`` =
    now + ``gatefacts.recheck_after_seconds`` of the reading, every time it finds the send gated, and
    ``send.rate_limited`` on the transition only, however many sweeps find it still tripped);
@@ -45,15 +49,17 @@ Mail classes and the provider breaker (spec/transactional.md §1–§2): after g
 before the rate gate, the provider breaker is asked for the send's class. Correspondence it refuses is
 gated ``awaiting/provider_unavailable`` (on the transition only, with ``send.provider_unavailable``
 audited), drained by ``movable_now`` when the breaker reopens; deferrable and realtime mail it refuses is
-left untouched, no attempt spent (the sweeper and the realtime request decide what that means). Policy,
-approvals and the author's authority are correspondence's gates: for other classes only the domain pause
-and the evidence check withhold, and system mail (``Auto-Submitted: auto-generated``, not
+left untouched, no attempt spent (the sweeper and the realtime request decide what that means). Policy
+and approvals are correspondence's gates: for other classes only the domain pause, the author's
+authority and the evidence check withhold, the rate breakers gate every class, and system mail (``Auto-Submitted: auto-generated``, not
 correspondence) skips the authority check. Every transport answer is folded into the transport's
 ``provider_status`` row (``notify.provider_io.record``) in the transaction that records it, and a send
 stops submitting further recipients once an answer shut the breaker. The claim asks the breaker for one
 request, never for the whole send (a send larger than its class's ceiling would otherwise never go);
-instead, before each further recipient, ``provider.may_send`` is asked again on the status just recorded,
-and once it refuses (the day's reading reached the class's ceiling: the reserve, spec/transactional.md §2)
+instead, before each recipient's request, ``provider_io.reserve`` asks ``may_send`` on the locked row with
+the requests in flight (other workers' included) counted against the ceiling and reserves a ticket, which
+the answer is recorded with (an answer to an older request never overwrites a newer reading or reopens a
+later pause; issue 17 item 2), and once it refuses (the day's reading reached the class's ceiling: the reserve, spec/transactional.md §2)
 the recipients not yet submitted are written ``throttled`` with the refusal in words, so the send
 aggregates ``throttled`` and comes round after its back-off: correspondence is then gated
 ``awaiting/provider_unavailable`` (not read by the sweep until the breaker allows it again, at the next
@@ -87,6 +93,7 @@ from mailnode.node import Node
 from mailnode.notify import provider_io, retention_io
 from mailnode.notify.classes import MailClass, parse_mail_class
 from mailnode.notify.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
+from mailnode.outbound import handover
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.states import (
     NOT_YET_LEFT,
@@ -168,8 +175,13 @@ def withhold(conn: Connection, row: Any, reason: StateReason, now: datetime, det
     return True
 
 
-#: Governance reasons that withhold a send of any class; the rest (policy, approvals) are correspondence's.
-_EVERY_CLASS_WITHHOLDS = frozenset({StateReason.DOMAIN_PAUSED.value})
+def _withhold_words(row: Any, reason: StateReason, governance_detail: str) -> str:
+    """The ``last_error`` of a send the hand-over decision withholds."""
+    if reason is StateReason.NOT_CLASSIFIED:
+        return f"The mail class {row.mail_class!r} is not known."
+    if reason is StateReason.AUTHORITY_LOST:
+        return f"{row.author_id} no longer holds send.propose on {row.mailbox_id}."
+    return governance_detail
 
 
 def is_system_mail(row: Any) -> bool:
@@ -233,38 +245,41 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
                                                         movable_now_sql(now))).first()
         if row is None:
             return DispatchResult(manifest_id, None, "not movable now")
+        # Read the facts (authority, governance, the provider breaker), decide once, write the answer.
         mail_class = parse_mail_class(row.mail_class)
-        if mail_class is None:
-            withhold(conn, row, StateReason.NOT_CLASSIFIED, now, f"The mail class {row.mail_class!r} is not known.")
-            return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.NOT_CLASSIFIED.value)
-        correspondence = mail_class is MailClass.CORRESPONDENCE
-        if not is_system_mail(row) and not holds(conn, row.org_id, row.author_id, "send.propose", "mailbox",
-                                                 row.mailbox_id):
-            withhold(conn, row, StateReason.AUTHORITY_LOST, now,
-                     f"{row.author_id} no longer holds send.propose on {row.mailbox_id}.")
-            return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.AUTHORITY_LOST.value)
+        system = is_system_mail(row)
+        authority = system or holds(conn, row.org_id, row.author_id, "send.propose", "mailbox", row.mailbox_id)
         gov = gatefacts.recheck_facts(
             conn, org_id=row.org_id, manifest_id=row.id, mailbox_id=row.mailbox_id, author_id=row.author_id,
             recipients=[*row.to_addresses, *row.cc_addresses, *row.bcc_addresses],
             is_reply=row.in_reply_to_message_id is not None, sending_domain=row.envelope_from.rpartition("@")[2],
             bound_outcome=row.policy_outcome, now=now, delivery_signals=str(caps.delivery_signals))
-        if gov.withhold_reason is not None and (correspondence or gov.withhold_reason in _EVERY_CLASS_WITHHOLDS):
-            reason = StateReason(gov.withhold_reason)
-            withhold(conn, row, reason, now, gov.withhold_detail)
-            return DispatchResult(manifest_id, SendState.WITHHELD.value, reason.value)
-        provider = provider_io.decide(conn, caps.name, mail_class.value, now, limits)
-        if not provider.allowed:
-            reason_text = f"The provider refuses {mail_class.value} mail now ({provider.reason})."
-            if correspondence:
+        provider = (provider_io.decide(conn, caps.name, mail_class.value, now, limits) if mail_class is not None
+                    else None)
+        decision = handover.decide(handover.HandoverFacts(
+            mail_class=row.mail_class, system_mail=system, authority_held=authority,
+            withhold_reason=StateReason(gov.withhold_reason) if gov.withhold_reason is not None else None,
+            provider_allowed=provider is not None and provider.allowed,
+            rate_gate=StateReason(gov.rate_gate.reason) if gov.rate_gate is not None else None))
+        if decision.step is handover.Step.WITHHOLD and decision.reason is not None:
+            withhold(conn, row, decision.reason, now, _withhold_words(row, decision.reason, gov.withhold_detail))
+            return DispatchResult(manifest_id, SendState.WITHHELD.value, decision.reason.value)
+        if decision.step in (handover.Step.GATE_PROVIDER, handover.Step.LEAVE):
+            cls = mail_class.value if mail_class is not None else row.mail_class
+            refused_as = provider.reason if provider is not None else None
+            reason_text = f"The provider refuses {cls} mail now ({refused_as})."
+            if decision.step is handover.Step.GATE_PROVIDER:
                 gated = gate_provider_unavailable(conn, row, now, reason_text)
                 return DispatchResult(manifest_id, SendState.AWAITING.value if gated else None,
                                       StateReason.PROVIDER_UNAVAILABLE.value)
             return DispatchResult(manifest_id, None, StateReason.PROVIDER_UNAVAILABLE.value)
-        if gov.rate_gate is not None:
+        if decision.step is handover.Step.GATE_RATE and gov.rate_gate is not None:
             gated = gatefacts.record_rate_limited(conn, org_id=row.org_id, manifest_id=row.id,
                                                   mailbox_id=row.mailbox_id, reading=gov.rate_gate, now=now,
                                                   at="dispatch", guard=movable_now_sql(now))
             return DispatchResult(manifest_id, SendState.AWAITING.value if gated else None, gov.rate_gate.reason)
+        if decision.step is not handover.Step.PROCEED or mail_class is None:
+            raise ValueError(f"hand-over decision {decision} has no writer; this is a defect in dispatch")
         try:
             rendered = node.evidence.get(row.rendered_sha256)
             text = node.evidence.get(row.body_typed_sha256).decode("utf-8")
@@ -298,14 +313,36 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
     for index, rec in enumerate(recipients):
         if not recipient_submittable(rec.submission_state, dedup_window_open=dedup_open):
             continue
+        # The reserve (spec/transactional.md §2; issue 17 item 2): each request is reserved on the
+        # provider row before it is made, with the requests other workers have in flight counted against
+        # the class's ceiling, and the reservation commits with the recipient's mark. A send stops where its
+        # class's ceiling is; the claim itself never asked for the whole send.
         with node.begin() as conn:
-            marked = conn.execute(update(send_recipients)
-                                  .where(send_recipients.c.id == rec.id,
-                                         send_recipients.c.submission_state == rec.submission_state)
-                                  .values(submission_state=SendState.OUTCOME_UNKNOWN.value,
-                                          submission_state_at=node.clock.now(),
-                                          attempts=send_recipients.c.attempts + 1))
-        if marked.rowcount != 1:
+            reservation = provider_io.reserve(conn, caps.name, mail_class.value, node.clock.now(), limits,
+                                              lease_seconds=lease_seconds, manifest_id=manifest_id)
+            marked = None
+            if reservation.decision.allowed:
+                marked = conn.execute(update(send_recipients)
+                                      .where(send_recipients.c.id == rec.id,
+                                             send_recipients.c.submission_state == rec.submission_state)
+                                      .values(submission_state=SendState.OUTCOME_UNKNOWN.value,
+                                              submission_state_at=node.clock.now(),
+                                              attempts=send_recipients.c.attempts + 1))
+                if marked.rowcount != 1:
+                    provider_io.release(conn, reservation.request_id)
+        if not reservation.decision.allowed:
+            refused = reservation.decision
+            log.info("send.provider_refused_mid_send manifest=%s class=%s reason=%s", manifest_id,
+                     mail_class.value, refused.reason)
+            rest = [r for r in recipients[index:]
+                    if recipient_submittable(r.submission_state, dedup_window_open=dedup_open)]
+            waiting = _wait_for_provider(node, rest, mail_class, refused, limits)
+            final.update(waiting)
+            if waiting:
+                errors.append(f"{len(waiting)} recipient(s) not submitted yet: "
+                              f"{_refusal_words(mail_class, refused, limits)}")
+            break
+        if marked is None or marked.rowcount != 1:
             continue
         final[rec.id] = SendState.OUTCOME_UNKNOWN.value
         raised = False
@@ -321,12 +358,14 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         answered_at = node.clock.now()
 
         def record_answer(conn: Connection, rec: Any = rec, outcome: SubmitOutcome = outcome, state: str = state,
-                          error: str | None = error, answered_at: datetime = answered_at) -> Any:
+                          error: str | None = error, answered_at: datetime = answered_at,
+                          reserved: provider_io.Reservation = reservation) -> Any:
             conn.execute(update(send_recipients).where(send_recipients.c.id == rec.id).values(
                 submission_state=state, submission_state_at=answered_at, last_error=error,
                 transport_message_id=outcome.transport_message_id or rec.transport_message_id,
                 provider_message_id=outcome.provider_message_id or rec.provider_message_id))
-            return provider_io.record(conn, caps.name, outcome, answered_at, limits)
+            return provider_io.record(conn, caps.name, outcome, answered_at, limits, ticket=reserved.ticket,
+                                      request_id=reserved.request_id)
 
         status = record_with_retries(node, record_answer, what=f"recipient {rec.id} {state}", manifest_id=manifest_id)
         final[rec.id] = state
@@ -339,23 +378,6 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         if breaker_state(status, answered_at) is BreakerState.SHUT:
             # The provider stopped taking mail: the rest of this send waits, its rows left as they were;
             # the send aggregates throttled because every pausing answer is itself throttled.
-            break
-        rest = [r for r in recipients[index + 1:]
-                if recipient_submittable(r.submission_state, dedup_window_open=dedup_open)]
-        if not rest:
-            continue
-        # The reserve (spec/transactional.md §2): the claim asked for one request, so the reading is asked
-        # again before each further one; a send stops where its class's ceiling is, not a recipient later.
-        decision = may_send(status, mail_class, answered_at, limits)
-        provider_io.emit(decision.logs)
-        if not decision.allowed:
-            log.info("send.provider_refused_mid_send manifest=%s class=%s reason=%s", manifest_id,
-                     mail_class.value, decision.reason)
-            waiting = _wait_for_provider(node, rest, mail_class, decision, limits)
-            final.update(waiting)
-            if waiting:
-                errors.append(f"{len(waiting)} recipient(s) not submitted yet: "
-                              f"{_refusal_words(mail_class, decision, limits)}")
             break
     return _finish(node, row, token, final, errors, attempts, retry_after)
 
