@@ -8,8 +8,8 @@ start at ticket 0 with no recorded tickets (an untracked fact counts as older th
 ``retained_content.hold_blocked_by`` records the holds the last ``hold.blocked`` entry named (item 5);
 NULL for existing rows, so each row held today gets one more entry, then one per episode.
 
-Revision ID: 0017_handover_reserve_retention
-Revises: 0013_receipt_quarantine
+Revision ID: 0015_handover_reserve_retention
+Revises: 0014_message_reading
 Create Date: 2026-12-01
 """
 
@@ -20,8 +20,8 @@ from alembic import op
 
 import mailnode.db.meta
 
-revision = "0017_handover_reserve_retention"
-down_revision = "0013_receipt_quarantine"
+revision = "0015_handover_reserve_retention"
+down_revision = "0014_message_reading"
 branch_labels = None
 depends_on = None
 
