@@ -10,12 +10,19 @@ releases ``awaiting/policy_hold`` (``send.propose``) and wakes the dispatcher to
 (201, the same shape, ``Idempotent-Replayed: true``) and seals nothing; the key with a different mail is
 ``E_IDEMPOTENCY_KEY_REUSED`` (409); a malformed or ``mailnode:`` key is refused (422) before anything is
 read. A retry from a draft replays when the key's send was sealed from that draft (the seal retired it).
+
+Answering (issue 15; ``outbound.compose``, ``outbound.answer``): an inline send with
+``in_reply_to_message_id`` may leave out its recipients and ``subject`` (filled from the parent: Reply-To or
+From, ``Re: ...``), ask ``reply_all`` and ``quote``; ``forward_message_id`` with ``forward_as`` (``inline`` |
+``attachment``) forwards a message. Recipients may carry display names; ``html`` adds an HTML alternative
+and ``attachments`` files (``{filename, content_type, content_base64}``). The idempotency fingerprint is
+taken over the completed composition, so it covers all of these.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Response
 from pydantic import Field
@@ -27,6 +34,8 @@ from mailnode.errors import MailnodeError, invalid
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound import reads, retry
+from mailnode.outbound.compose import Ask, compose
+from mailnode.outbound.content import decode_attachment
 from mailnode.outbound.idempotency import DraftGone, MailFingerprint, Replay, fingerprint_of, seal_once
 from mailnode.outbound.seal import SealRequest, seal, sealed_json
 from mailnode.outbound.workflows import wake
@@ -34,8 +43,20 @@ from mailnode.outbound.workflows import wake
 router = APIRouter(prefix="/api/sends", tags=["sends"])
 
 
+class AttachmentIn(Strict):
+    """One attachment: its filename, ``type/subtype`` and bytes as base64 (RFC 4648)."""
+
+    filename: str
+    content_type: str = "application/octet-stream"
+    content_base64: str
+
+
 class SendIn(Strict):
-    """Either ``draft_id`` alone, or an inline composition (``mailbox_id``, recipients, subject, body)."""
+    """Either ``draft_id`` alone, or an inline composition (``mailbox_id``, recipients, subject, body).
+
+    A reply (``in_reply_to_message_id``) or forward (``forward_message_id``) may leave out ``subject``, and a
+    reply its recipients; ``body`` defaults to empty for them (a quote or forward fills it).
+    """
 
     draft_id: str | None = None
     mailbox_id: str | None = None
@@ -46,6 +67,12 @@ class SendIn(Strict):
     body: str | None = None
     in_reply_to_message_id: str | None = None
     sender_address: str | None = None
+    html: str | None = None
+    attachments: list[AttachmentIn] = Field(default_factory=list)
+    reply_all: bool = False
+    quote: bool = False
+    forward_message_id: str | None = None
+    forward_as: Literal["inline", "attachment"] = "inline"
 
 
 class RetryIn(Strict):
@@ -93,13 +120,22 @@ def create(body: SendIn, node: NodeDep, caller: CallerDep, response: Response,
             return seal(node, org_id=caller.org_id, author_id=caller.principal_id,
                         request=replace(_from_draft(d), idempotency_key=idempotency_key), draft_id=draft_id)
     else:
-        if body.mailbox_id is None or body.subject is None or body.body is None:
+        answering = body.in_reply_to_message_id is not None or body.forward_message_id is not None
+        if body.mailbox_id is None or (not answering and (body.subject is None or body.body is None)):
             raise invalid("E_REQUEST_INVALID", "An inline send needs mailbox_id, subject and body.",
-                          "Without a draft_id the composition is given inline.",
+                          "Without a draft_id the composition is given inline (a reply or forward may leave "
+                          "out subject and body).",
                           "Send {\"mailbox_id\", \"to\", \"subject\", \"body\"} or {\"draft_id\"}.")
-        request = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc, subject=body.subject,
-                              body=body.body, in_reply_to_message_id=body.in_reply_to_message_id,
-                              sender_address=body.sender_address, idempotency_key=idempotency_key)
+        attachments = tuple(decode_attachment(i, a.filename, a.content_type, a.content_base64)
+                            for i, a in enumerate(body.attachments))
+        asked_for = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc,
+                                subject=body.subject or "", body=body.body or "",
+                                in_reply_to_message_id=body.in_reply_to_message_id,
+                                sender_address=body.sender_address, idempotency_key=idempotency_key,
+                                html=body.html, attachments=attachments)
+        request = compose(node, org_id=caller.org_id, author_id=caller.principal_id, ask=Ask(
+            request=asked_for, subject_given=body.subject is not None, reply_all=body.reply_all, quote=body.quote,
+            forward_message_id=body.forward_message_id, forward_as=body.forward_as))
 
         def asked(conn: Connection) -> MailFingerprint | DraftGone:
             return fingerprint_of(request)
