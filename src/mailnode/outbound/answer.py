@@ -83,7 +83,8 @@ class ParentFacts:
     Attributes:
         message_id: ``msg_...``.
         subject: its Subject, or None.
-        headers: its header fields as received, ``(name, value)`` in order (RFC 2047 already decoded).
+        headers: its From, Reply-To, To and Cc fields as received, ``(name, value)`` in order (encoded words
+            still encoded, so a quoted display name keeps its quotes).
         envelope_from: the SMTP reverse path it was delivered with (``""`` for a null one).
         envelope_to: the address it was delivered to.
         reply_refusal: the inbound classifier's refusal token, or None.
@@ -102,12 +103,14 @@ class ParentFacts:
 
 def _mailboxes(facts: ParentFacts, field: str) -> list[tuple[str, str]]:
     """``(display name, addr-spec)`` of every address in the parent's ``field`` headers, in order; an
-    address that does not validate (``addresses.normalise_address``) is left out."""
+    address that does not validate (``addresses.normalise_address``) is left out, and so is a header the
+    ingress parse budgets would not read (``ingress.bounds.header_refusal``: too many addresses or words)."""
+    from mailnode.ingress.bounds import header_refusal
     from mailnode.outbound.addresses import normalise_address
 
     out: list[tuple[str, str]] = []
     for name, value in facts.headers:
-        if name.lower() != field.lower():
+        if name.lower() != field.lower() or header_refusal(value, address_list=True, spent_chars=0) is not None:
             continue
         for mailbox in getattr(_HEADERS(field, value), "addresses", ()):
             try:

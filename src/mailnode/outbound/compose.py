@@ -11,11 +11,15 @@ Content retention deleted is refused ``E_CONTENT_DELETED`` (410) when a quote or
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
+from email.parser import HeaderParser
+from email.policy import compat32
 from typing import Any, Literal
 
 from sqlalchemy import Connection, select
 
+from mailnode import budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, invalid, not_found
 from mailnode.ids import parse_id, prefix_of
@@ -68,10 +72,29 @@ def _conflicting(ask: Ask) -> MailnodeError | None:
     return None
 
 
-def parent_facts(row: Any) -> answer.ParentFacts:
-    """``answer.ParentFacts`` from a ``messages`` row."""
-    return answer.ParentFacts(message_id=row.id, subject=row.subject,
-                              headers=tuple((str(n), str(v)) for n, v in (row.headers or [])),
+#: Header fields a reply reads addresses from.
+ADDRESS_FIELDS = frozenset({"from", "reply-to", "to", "cc"})
+#: The end of a header section (RFC 5322 §2.1: an empty line), with either line ending.
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
+
+
+def raw_address_headers(raw: bytes) -> tuple[tuple[str, str], ...]:
+    """The From, Reply-To, To and Cc fields of ``raw`` as received (encoded words still encoded), unfolded. Pure.
+
+    The stored headers are decoded for display, which loses the quoting a display name needs (an encoded
+    ``"Desk, Müller"`` decodes to a bare comma), so a reply reads the addresses from the received bytes.
+    Only the header section is read, at most ``budgets.PARSE_HEADERS_TOTAL_CHARS`` bytes of it.
+    """
+    end = _HEADER_END.search(raw, 0, budgets.PARSE_HEADERS_TOTAL_CHARS)
+    head = raw[: end.start() if end else budgets.PARSE_HEADERS_TOTAL_CHARS].decode("utf-8", "replace")
+    parsed = HeaderParser(policy=compat32).parsestr(head + "\r\n\r\n", headersonly=True)
+    return tuple((name, " ".join(str(value).split())) for name, value in parsed.raw_items()
+                 if name.lower() in ADDRESS_FIELDS)
+
+
+def parent_facts(row: Any, headers: tuple[tuple[str, str], ...]) -> answer.ParentFacts:
+    """``answer.ParentFacts`` from a ``messages`` row and its address ``headers`` (``raw_address_headers``)."""
+    return answer.ParentFacts(message_id=row.id, subject=row.subject, headers=headers,
                               envelope_from=row.envelope_from or "", envelope_to=row.envelope_to or "",
                               reply_refusal=row.reply_refusal, from_name=row.from_name, from_address=row.from_address)
 
@@ -105,11 +128,19 @@ def compose(node: Node, *, org_id: str, author_id: str, ask: Ask) -> SealRequest
         return r
     with node.read() as conn:
         if r.in_reply_to_message_id is not None:
-            return _reply(conn, org_id=org_id, author_id=author_id, ask=ask)
+            return _reply(node, conn, org_id=org_id, author_id=author_id, ask=ask)
         return _forward(node, conn, org_id=org_id, author_id=author_id, ask=ask)
 
 
-def _reply(conn: Connection, *, org_id: str, author_id: str, ask: Ask) -> SealRequest:
+def _address_headers(node: Node, conn: Connection, row: Any) -> tuple[tuple[str, str], ...]:
+    """The parent's address headers as received; none once retention deleted its content (the reply then
+    goes to the From address the message row keeps)."""
+    if retention_io.content_refusal(conn, source_id=row.id) is not None:
+        return ()
+    return raw_address_headers(retention_io.read_content(node, source_id=row.id, digest=row.raw_sha256))
+
+
+def _reply(node: Node, conn: Connection, *, org_id: str, author_id: str, ask: Ask) -> SealRequest:
     r = ask.request
     parent_id = str(r.in_reply_to_message_id)
     parse_id(parent_id, "msg", "in_reply_to_message_id")
@@ -119,7 +150,7 @@ def _reply(conn: Connection, *, org_id: str, author_id: str, ask: Ask) -> SealRe
         raise no_such_parent(parent_id)
     own = frozenset(a.lower() for a in conn.execute(select(mailbox_addresses.c.address).where(
         mailbox_addresses.c.mailbox_id == row.mailbox_id)).scalars())
-    facts = parent_facts(row)
+    facts = parent_facts(row, _address_headers(node, conn, row))
     to, cc = answer.reply_recipients(facts, own_addresses=own, reply_all=ask.reply_all,
                                      butler=prefix_of(author_id) == "btl", named=[*r.to, *r.cc, *r.bcc])
     body = r.body

@@ -19,9 +19,9 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from email import message_from_bytes
 from email import policy as email_policy
-from datetime import UTC, datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.policy import SMTP
