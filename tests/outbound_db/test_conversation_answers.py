@@ -237,3 +237,21 @@ def test_the_idempotency_fingerprint_covers_html_attachments_and_names(api: Any,
     r = api.post("/api/sends", json=changed, headers=key)
     assert (r.status_code, r.json()["error"]) == (409, "E_IDEMPOTENCY_KEY_REUSED")
     assert r.json()["detail"]["differs"] == ["display_names", "html", "attachments"]
+
+
+def test_a_resend_carries_the_names_html_and_attachments_again(
+        api: Any, node: Any, installed: Any, sink: Any, hold_zero: None) -> None:
+    from tests.outbound_db.test_pipeline import Raising
+
+    pdf = b"%PDF-1.4 again\n"
+    first = _send(api, installed, to=["Ann Example <ann@remote.test>"], subject="Invoice", body="Attached.",
+                  html="<p>Attached.</p>", attachments=[{"filename": "inv.pdf", "content_type": "application/pdf",
+                                                         "content_base64": base64.b64encode(pdf).decode()}])
+    dispatch.sweep(node, transport=Raising())  # type: ignore[arg-type]
+    r = api.post(f"/api/sends/{first['id']}/retry", json={"mode": "resend-may-duplicate", "reason": "lost",
+                                                          "accept_duplicate_risk": True}, headers=H(installed.token))
+    assert r.status_code == 200, r.text
+    (msg,) = _handed(node, sink)
+    assert [(a.display_name, a.addr_spec) for a in msg["To"].addresses] == [("Ann Example", "ann@remote.test")]
+    assert msg.get_body(("html",)).get_content().strip() == "<p>Attached.</p>"
+    assert [(a.get_filename(), a.get_content()) for a in msg.iter_attachments()] == [("inv.pdf", pdf)]

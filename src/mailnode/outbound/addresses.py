@@ -282,14 +282,23 @@ def parse_recipient(value: str, field: str = "to") -> NormalisedAddress:
     ``normalise_address``'s check.
 
     Raises ``E_HEADER_INJECTION`` / ``E_TEXT_MALFORMED`` (422) for a line break, control character or lone
-    surrogate anywhere in ``value`` (checked first), ``E_ADDRESS_MALFORMED`` (422) otherwise.
+    surrogate anywhere in ``value`` (checked first) or in the decoded display name, ``E_ADDRESS_MALFORMED``
+    (422) otherwise.
     """
     if not isinstance(value, str):
         raise _malformed(repr(value), field, "An address must be a string.")
     reject_header_injection(field, value)
     if "<" not in value and '"' not in value and "=?" not in value:
         return normalise_address(value, field)
-    header = _HEADERS(field, value.strip())
+    try:
+        header = _HEADERS(field, value.strip())
+    except ValueError as exc:
+        # The stdlib refuses a display name whose encoded words decode to CR or LF: an injection attempt.
+        raise invalid("E_HEADER_INJECTION", f"The {field} value's display name decodes to a line break.",
+                      "An RFC 2047 encoded word that decodes to CR or LF would start another header when the "
+                      "name is written out (RFC 5322 §2.2).",
+                      f"Remove the encoded line break from the {field} display name and send again.",
+                      field=field, value=_storable(value[:200])) from exc
     groups: tuple[Any, ...] = getattr(header, "groups", ())
     if header.defects or len(groups) != 1 or groups[0].display_name is not None or len(groups[0].addresses) != 1:
         raise _malformed(value, field, "A recipient is one mailbox: an address, or a display name followed by "

@@ -228,6 +228,24 @@ def render(message: OutboundMessage) -> bytes:
     return msg.as_bytes(policy=_POLICY)
 
 
+def attachments_of(rendered: bytes) -> tuple[OutboundAttachment, ...]:
+    """The attachments ``render`` wrote into ``rendered``, in order, as it was given them (a resend seals the
+    same files again without keeping a second copy). Only for bytes ``render`` produced."""
+    msg = message_from_bytes(rendered, policy=email_policy.default)
+    out: list[OutboundAttachment] = []
+    for part in msg.iter_attachments() if msg.is_multipart() else ():
+        content = part.get_content()
+        data = content.as_bytes(policy=email_policy.SMTP) if part.get_content_type() == "message/rfc822" else content
+        out.append(OutboundAttachment(filename=part.get_filename() or "attachment",
+                                      content_type=part.get_content_type(), data=bytes(data)))
+    return tuple(out)
+
+
+def written_address(address: str, display_name: str | None) -> str:
+    """``address`` with its display name as a request would give it (``Alice <a@x>``, quoted when needed)."""
+    return str(_address(address, display_name or "")) if display_name else address
+
+
 def _address(addr_spec: str, display_name: str = "") -> Address:
     local, _, domain = addr_spec.rpartition("@")
     return Address(display_name=display_name, username=local, domain=domain)
