@@ -255,3 +255,35 @@ def test_a_resend_carries_the_names_html_and_attachments_again(
     assert [(a.display_name, a.addr_spec) for a in msg["To"].addresses] == [("Ann Example", "ann@remote.test")]
     assert msg.get_body(("html",)).get_content().strip() == "<p>Attached.</p>"
     assert [(a.get_filename(), a.get_content()) for a in msg.iter_attachments()] == [("inv.pdf", pdf)]
+
+
+class Capturing:
+    """A reconstructing transport (like Resend) that takes everything and keeps what it was handed."""
+
+    from mailnode.outbound.transports.base import TransportCapabilities
+
+    capabilities = TransportCapabilities("capturing", 1, None, "none", "reconstructed")
+
+    def __init__(self) -> None:
+        self.submitted: list[Any] = []
+
+    async def submit(self, request: Any) -> Any:
+        from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
+
+        self.submitted.append(request)
+        return SubmitOutcome(SubmitState.HANDED_OVER, transport_message_id=f"cap-{len(self.submitted)}")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_reconstructing_transport_is_handed_the_html_part_and_attachments(
+        api: Any, node: Any, installed: Any, hold_zero: None) -> None:
+    _send(api, installed, to=["ann@remote.test"], subject="Invoice", body="Attached.", html="<p>Attached.</p>",
+          attachments=[{"filename": "inv.pdf", "content_type": "application/pdf",
+                        "content_base64": base64.b64encode(b"%PDF").decode()}])
+    transport = Capturing()
+    assert [r.state for r in dispatch.sweep(node, transport=transport).results] == ["handed_over"]  # type: ignore[arg-type]
+    (sub,) = transport.submitted
+    assert (sub.text, sub.html, sub.attachments) == ("Attached.", "<p>Attached.</p>",
+                                                     (("inv.pdf", "application/pdf", b"%PDF"),))
