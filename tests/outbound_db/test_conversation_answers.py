@@ -196,6 +196,13 @@ def test_the_thread_shows_both_sides_a_butlers_proposal_with_its_body_and_notes(
     assert [s["id"] for s in sends] == [ours["id"], proposal.id]
     assert all(s["body"] is None and s["body_visible"] is False for s in sends)
     assert seen["thread"][0]["message"]["text_body"] is None
+    # GET /api/sends/{id} applies the same decision: a releaser reads the Butler's words, the viewer does not.
+    releaser = _user(api, node, installed, "rel@example.test", "send.propose")
+    got = api.get(f"/api/sends/{proposal.id}", headers=H(releaser)).json()["send"]
+    assert got["body"] == {"text": "We received your message.", "html": None}
+    assert got["body_visible_because"] == "release_or_cancel"
+    got = api.get(f"/api/sends/{proposal.id}", headers=H(viewer)).json()["send"]
+    assert got["body"] is None and got["body_visible_because"] is None
     # ... and may not add a note (no send.propose), while an outsider sees nothing at all.
     r = api.post(f"/api/cases/{case_id}/notes", json={"body": "me too"}, headers=H(viewer))
     assert (r.status_code, r.json()["error"]) == (403, "E_MAY_NOT_WORK_CASE")

@@ -17,9 +17,9 @@ from mailnode.api.messages import message_summary
 from mailnode.api.models import Strict
 from mailnode.mail import cases as cases_mod
 from mailnode.mail import notes as notes_mod
-from mailnode.mail.thread import Thread, author_kind, read_thread
+from mailnode.mail.thread import Thread, author_kind, body_of, read_thread
 from mailnode.node import Node
-from mailnode.notify import retention, retention_io
+from mailnode.notify import retention
 from mailnode.outbound.reads import next_step, send_summary
 from mailnode.outbound.states import SendState
 
@@ -51,12 +51,7 @@ def _send_item(node: Node, t: Thread, r: Any, grant: Any) -> dict[str, Any]:
     out["body_visible_because"] = grant.value if grant is not None else None
     out["content_deleted"] = (retention.deletion_note(source_id=r.id, kind=purge[0], purged_at=purge[1])
                               if purge is not None else None)
-    out["body"] = None
-    if grant is not None and purge is None:
-        text = retention_io.read_content(node, source_id=r.id, digest=r.body_typed_sha256).decode("utf-8")
-        html = (retention_io.read_content(node, source_id=r.id, digest=r.body_html_sha256).decode("utf-8")
-                if r.body_html_sha256 else None)
-        out["body"] = {"text": text, "html": html}
+    out["body"] = body_of(node, r) if grant is not None and purge is None else None
     return out
 
 

@@ -26,11 +26,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Response
 from pydantic import Field
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.errors import MailnodeError, invalid
+from mailnode.mail.thread import body_of, grant_for
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound import reads, retry
@@ -38,6 +39,7 @@ from mailnode.outbound.compose import Ask, compose
 from mailnode.outbound.content import decode_attachment
 from mailnode.outbound.idempotency import DraftGone, MailFingerprint, Replay, fingerprint_of, seal_once
 from mailnode.outbound.seal import SealRequest, seal, sealed_json
+from mailnode.outbound.tables import send_manifests
 from mailnode.outbound.workflows import wake
 
 router = APIRouter(prefix="/api/sends", tags=["sends"])
@@ -167,10 +169,19 @@ def list_(node: NodeDep, caller: CallerDep, page: SendPageDep, mailbox_id: str |
 
 @router.get("/{send_id}")
 def get(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """One send: recipients (submission, delivery, last error), events, the retry offer, the reason in words."""
+    """One send: recipients (submission, delivery, last error), events, the retry offer, the reason in words,
+    and its ``body`` (``{"text", "html"}``, the ``attachments`` list and ``display_names``) to whoever may
+    release, approve or cancel it (``mail.thread.send_body_grant``; null otherwise, and once retention deleted
+    it), with ``body_visible_because`` naming the grant."""
     with node.read() as conn:
-        return {"send": reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,
-                                       send_id=send_id)}
+        out = reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id, send_id=send_id)
+        row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id)).one()
+        grant = grant_for(conn, org_id=caller.org_id, principal_id=caller.principal_id, row=row)
+    out["display_names"] = row.display_names or {}
+    out["attachments"] = row.attachments or []
+    out["body_visible_because"] = grant.value if grant is not None else None
+    out["body"] = body_of(node, row) if grant is not None and out["content_deleted"] is None else None
+    return {"send": out}
 
 
 @router.post("/{send_id}/cancel")

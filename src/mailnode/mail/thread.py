@@ -31,6 +31,7 @@ from mailnode.errors import not_found
 from mailnode.governance.tables import approvals
 from mailnode.ids import parse_id, prefix_of
 from mailnode.mail.message_tables import case_notes, cases, conversations, messages
+from mailnode.node import Node
 from mailnode.notify import retention_io
 from mailnode.outbound.tables import send_manifests
 
@@ -117,6 +118,26 @@ class Thread:
         return [(kind, row) for _, _, kind, row in items]
 
 
+def grant_for(conn: Connection, *, org_id: str, principal_id: str, row: Any) -> BodyGrant | None:
+    """``send_body_grant`` for one send row as ``principal_id`` (three statements: its relations)."""
+    rel = _relations(conn, org_id, principal_id, [row.mailbox_id])[row.mailbox_id]
+    return send_body_grant(SendRelations(is_author=row.author_id == principal_id, may_propose=rel.propose,
+                                         may_decide=rel.decide, may_read_content=rel.content_read))
+
+
+def body_of(node: Node, row: Any) -> dict[str, str | None]:
+    """A send's body as sealed: ``{"text", "html"}`` (html None for text only) from the evidence store.
+
+    Raises ``E_CONTENT_DELETED`` (410) once retention deleted it and ``E_EVIDENCE_MISSING`` (500) when a blob
+    is gone without a purge record (``notify.retention_io.read_content``); callers that already know of a
+    purge show ``content_deleted`` instead of calling this.
+    """
+    text = retention_io.read_content(node, source_id=row.id, digest=row.body_typed_sha256).decode("utf-8")
+    html = (retention_io.read_content(node, source_id=row.id, digest=row.body_html_sha256).decode("utf-8")
+            if row.body_html_sha256 else None)
+    return {"text": text, "html": html}
+
+
 def no_such_conversation(conversation_id: str) -> Exception:
     """The 404 for a conversation that is absent or shows the caller nothing."""
     return not_found("E_NO_SUCH_CONVERSATION", f"No conversation {conversation_id}.",
@@ -157,6 +178,7 @@ def read_thread(conn: Connection, *, org_id: str, principal_id: str, conversatio
                  if r.mailbox_id in visible]
     relations = _relations(conn, org_id, principal_id,
                            [r.mailbox_id for r in msg_rows] + [r.mailbox_id for r in send_rows])
+    # ``send_body_grant`` over these relations is ``grant_for`` without reading them once per send.
     msg_rows = [r for r in msg_rows if relations[r.mailbox_id].metadata_read]
     if not (msg_rows or send_rows or note_rows):
         raise no_such_conversation(conversation_id)
