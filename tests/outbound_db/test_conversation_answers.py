@@ -294,3 +294,15 @@ def test_a_reconstructing_transport_is_handed_the_html_part_and_attachments(
     (sub,) = transport.submitted
     assert (sub.text, sub.html, sub.attachments) == ("Attached.", "<p>Attached.</p>",
                                                      (("inv.pdf", "application/pdf", b"%PDF"),))
+
+
+def test_a_draft_keeps_a_display_name_and_its_seal_writes_it(
+        api: Any, node: Any, installed: Any, sink: Any, hold_zero: None) -> None:
+    r = api.post("/api/drafts", json={"mailbox_id": installed.mailbox_id, "to": ["Zoë Example <zoe@remote.test>"],
+                                      "subject": "Draft", "body": "x"}, headers=H(installed.token))
+    assert r.status_code == 201, r.text
+    assert r.json()["draft"]["to"] == ["Zoë Example <zoe@remote.test>"]
+    r = api.post("/api/sends", json={"draft_id": r.json()["draft"]["id"]}, headers=H(installed.token))
+    assert r.status_code == 201, r.text
+    (msg,) = _handed(node, sink)
+    assert [(a.display_name, a.addr_spec) for a in msg["To"].addresses] == [("Zoë Example", "zoe@remote.test")]
