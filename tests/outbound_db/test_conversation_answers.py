@@ -227,6 +227,14 @@ def test_a_note_is_audited_and_never_sent(api: Any, node: Any, installed: Any, l
     assert "refund" not in str(detail) and r.json()["note"]["id"] in str(detail)
     r = api.post(f"/api/cases/{parent['case_id']}/notes", json={"body": "  "}, headers=H(installed.token))
     assert (r.status_code, r.json()["error"]) == (422, "E_NOTE_EMPTY")
+    # A case's notes go with it.
+    case_id = parent["case_id"]
+    assert api.post(f"/api/cases/{case_id}/claim", headers=H(installed.token)).status_code == 200
+    assert api.post(f"/api/cases/{case_id}/close", headers=H(installed.token)).status_code == 200
+    r = api.delete(f"/api/cases/{case_id}", headers=H(installed.token))
+    assert r.status_code == 200, r.text
+    thread = api.get(f"/api/conversations/{parent['conversation_id']}", headers=H(installed.token)).json()
+    assert [i["kind"] for i in thread["conversation"]["thread"]] == ["message"]
 
 
 def test_the_idempotency_fingerprint_covers_html_attachments_and_names(api: Any, installed: Any) -> None:
