@@ -169,6 +169,22 @@ IDEMPOTENCY_KEY_MAX_CHARS = 256
 #: JSON, at most 6 bytes per body byte (a control character as \u00XX), so it stays under
 #: RESEND_EMAIL_MAX_BYTES too. Measured: tests/outbound_input/test_limits.py renders the worst cases.
 SEND_BODY_MAX_BYTES = MESSAGE_MAX_BYTES // 4
+#: Largest content one send may carry in all, bytes: the text body, the HTML part and every attachment's
+#: decoded bytes together. The same quarter of MESSAGE_MAX_BYTES as the text alone, for the same reason: the
+#: 7-bit rendering costs at most about 3 octets per octet (quoted-printable text; base64 costs 4/3), so the
+#: rendered message stays under MESSAGE_MAX_BYTES whatever the mix; as base64 in a JSON request it costs 4/3,
+#: under API_REQUEST_MAX_BYTES.
+SEND_CONTENT_MAX_BYTES = SEND_BODY_MAX_BYTES
+#: Attachments one send may carry (sized: correspondence with a few documents; PARSE_MIME_PARTS_MAX is 200,
+#: so a reply carrying all of them stays well inside what this node itself parses).
+SEND_ATTACHMENTS_MAX = 20
+#: Longest attachment filename, characters (sized: common file systems allow 255 bytes per name).
+SEND_ATTACHMENT_FILENAME_MAX_CHARS = 255
+#: Characters of a parent's text a reply quotes, or a forward carries inline, before it is cut with a note
+#: (sized: a long message is a few thousand words; 100,000 characters stays far inside SEND_BODY_MAX_BYTES).
+REPLY_QUOTE_MAX_CHARS = 100_000
+#: Longest internal note on a case, UTF-8 bytes (sized: a note is a few paragraphs; 64 KiB is a long one).
+CASE_NOTE_MAX_BYTES = 64 * 1024
 #: Resend: the most one email may weigh, bytes (spec/resend.md §1.3: "40 MB per email after base64
 #: encoding"; read as decimal megabytes, the smaller reading).
 RESEND_EMAIL_MAX_BYTES = 40 * 1000 * 1000

@@ -31,6 +31,7 @@ PREFIXES: dict[str, str] = {
     "msg": "message",
     "cnv": "conversation",
     "cas": "case",
+    "nte": "case note",
     "dft": "draft",
     "snd": "send manifest",
     "srp": "send recipient",

@@ -120,8 +120,13 @@ def _fp(**changes: Any) -> MailFingerprint:
     (_fp(subject="S "), ("subject",)),
     (_fp(text_sha256=hashlib.sha256(b"u").hexdigest()), ("text",)),
     (_fp(in_reply_to_message_id="msg_1"), ("in_reply_to_message_id",)),
+    # Issue 15: display names, the HTML part and attachments are part of the mail too.
+    (_fp(names=(("a@x.test", "Ann"),)), ("display_names",)),
+    (_fp(html_sha256=hashlib.sha256(b"<p>t</p>").hexdigest()), ("html",)),
+    (_fp(attachments=(("a.pdf", "application/pdf", "0" * 64),)), ("attachments",)),
     (_fp(mailbox_id="mbx_2", mail_class="deferrable", to=(), cc=("z@x.test",), bcc=("y@x.test",), subject="",
-         text_sha256="", in_reply_to_message_id="msg_1"), FINGERPRINT_FIELDS),
+         text_sha256="", in_reply_to_message_id="msg_1", names=(("z@x.test", "Zed"),), html_sha256="",
+         attachments=(("a.pdf", "application/pdf", ""),)), FINGERPRINT_FIELDS),
 ])
 def test_differing_fields_table(asked: MailFingerprint, differs: tuple[str, ...]) -> None:
     assert differing_fields(_fp(), asked) == differs
@@ -153,7 +158,9 @@ def test_a_mail_without_a_subject_is_refused_before_any_provider_request(
     ({"subject": "Hi\nX-Evil: 1"}, 422, "E_HEADER_INJECTION"),
     ({"subject": "Hi\x00"}, 422, "E_HEADER_INJECTION"),
     ({"to": ["a@remote.test\r\nBcc: evil@remote.test"]}, 422, "E_HEADER_INJECTION"),
-    ({"to": ['"Evil" <a@remote.test>']}, 422, "E_ADDRESS_MALFORMED"),
+    # A display name is accepted (issue 15); text around the address is not.
+    ({"to": ['"Evil" <a@remote.test> trailing']}, 422, "E_ADDRESS_MALFORMED"),
+    ({"to": ["=?utf-8?q?Evil=0D=0ABcc:_x@remote.test?= <a@remote.test>"]}, 422, "E_HEADER_INJECTION"),
     ({"to": ["a@remote.test, b@remote.test"]}, 422, "E_ADDRESS_MALFORMED"),
     ({"to": ["a@localhost"]}, 422, "E_ADDRESS_MALFORMED"),
     ({"to": ["a@[127.0.0.1]"]}, 422, "E_ADDRESS_MALFORMED"),

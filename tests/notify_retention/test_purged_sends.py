@@ -313,3 +313,23 @@ def test_a_retry_of_a_send_another_may_not_see_is_still_404(org: Retained, api: 
     stranger = org.person("stranger@example.test")
     r = api.post(f"/api/sends/{sid}/retry", json={"mode": "retry-effect"}, headers=stranger.headers)
     assert r.status_code == 404 and r.json()["error"] == "E_NO_SUCH_SEND"
+
+
+def test_a_sends_html_part_is_deleted_with_its_body_and_the_thread_says_so(org: Retained, api: Any) -> None:
+    # Issue 15: the HTML alternative is kept beside the text; retention must delete it with the rest.
+    r = api.post("/api/sends", json={"mailbox_id": org.i.mailbox_id, "to": ["x@elsewhere.test"], "subject": "Results",
+                                     "body": "text", "html": "<p>private words</p>"}, headers=org.admin.headers)
+    assert r.status_code == 201, r.text
+    sid, conversation_id = r.json()["send"]["id"], r.json()["send"]["conversation_id"]
+    with org.node.read() as conn:
+        html_digest = conn.execute(select(send_manifests.c.body_html_sha256)
+                                   .where(send_manifests.c.id == sid)).scalar_one()
+    assert html_digest and org.blob_exists(html_digest)
+    before = api.get(f"/api/conversations/{conversation_id}", headers=org.admin.headers).json()
+    assert before["conversation"]["thread"][0]["send"]["body"]["html"] == "<p>private words</p>"
+    org.node.clock.advance(16 * DAY)  # type: ignore[attr-defined]
+    assert _pass(org).purged == (sid,)
+    assert not org.blob_exists(html_digest)
+    after = api.get(f"/api/conversations/{conversation_id}", headers=org.admin.headers).json()
+    item = after["conversation"]["thread"][0]["send"]
+    assert item["body"] is None and item["content_deleted"]["setting"] == "sealed_body_seconds"

@@ -302,3 +302,11 @@ async def test_same_key_while_the_first_is_in_flight_is_outcome_unknown(resend_s
     assert (concurrent.state, concurrent.error_code, concurrent.error_name) == (
         SubmitState.OUTCOME_UNKNOWN, 409, "concurrent_idempotent_requests")
     assert first.state is SubmitState.HANDED_OVER and len(emulator.emails) == 1
+
+
+def test_request_body_carries_the_html_part_and_attachments() -> None:
+    # Issue 15: Resend rebuilds the mail from fields, so a send's HTML part and attachments must be fields too.
+    body = json.loads(request_body(sub(html="<p>Hi</p>", attachments=(("inv.pdf", "application/pdf", b"%PDF"),))))
+    assert body["html"] == "<p>Hi</p>"
+    assert body["attachments"] == [{"filename": "inv.pdf", "content_type": "application/pdf", "content": "JVBERg=="}]
+    assert "html" not in json.loads(request_body(sub())) and "attachments" not in json.loads(request_body(sub()))

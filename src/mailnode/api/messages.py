@@ -1,9 +1,11 @@
-"""Routes for received mail: messages, raw bytes, conversations, cases (claim, close, delete) and delivery events.
+"""Routes for received mail: messages, raw bytes, cases (claim, close, delete) and delivery events.
+
+A conversation's thread and a case's notes are in ``api.conversations``.
 
 Reading a mailbox's message list needs metadata read (``mailbox.metadata.read`` or content read);
 reading a message's headers, bodies, attachments or raw bytes needs ``mailbox.content.read``. What a reader
-sees of a message (text, sanitised HTML, attachment list, one attachment's bytes) is ``ingress.reading``'s. Absent and not-yours
-answer alike (404). Header values are returned as JSON data and never re-rendered as headers.
+sees of a message (text, sanitised HTML, attachment list, one attachment's bytes) is ``ingress.reading``'s.
+Absent and not-yours answer alike (404). Header values are returned as JSON data and never re-rendered as headers.
 
 Content retention deleted (spec/transactional.md §5; what is deleted: ``notify.retention``) is said, never
 shown as an empty mail: every message shape carries ``content_deleted_at`` (ISO 8601 UTC, or null), and
@@ -29,7 +31,7 @@ from mailnode.ids import parse_id
 from mailnode.ingress import reading
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
-from mailnode.mail.message_tables import cases, conversations, message_attachments, messages
+from mailnode.mail.message_tables import cases, message_attachments, messages
 from mailnode.notify import holds as hold_rules
 from mailnode.notify import retention, retention_io
 from mailnode.outbound.tables import send_recipient_events
@@ -162,28 +164,6 @@ def get_raw(message_id: str, node: NodeDep, caller: CallerDep) -> Response:
     row = _readable_message(node, caller, message_id)
     return Response(content=retention_io.read_content(node, source_id=row.id, digest=row.raw_sha256),
                     media_type="message/rfc822")
-
-
-@router.get("/conversations/{conversation_id}")
-def get_conversation(conversation_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """A conversation with the messages the caller may see (metadata read) and its cases."""
-    parse_id(conversation_id, "cnv", "conversation_id")
-    with node.read() as conn:
-        conv = conn.execute(select(conversations).where(conversations.c.id == conversation_id,
-                                                        conversations.c.org_id == caller.org_id)).first()
-        visible = mailboxes_visible(conn, caller.org_id, caller.principal_id, METADATA_READERS)
-        rows = conn.execute(select(messages).where(messages.c.conversation_id == conversation_id)
-                            .order_by(messages.c.received_at, messages.c.id)).all() if conv else []
-        rows = [r for r in rows if r.mailbox_id in visible]
-        if conv is None or not rows:
-            raise not_found("E_NO_SUCH_CONVERSATION", f"No conversation {conversation_id}.",
-                            conversation_id=conversation_id)
-        case_rows = conn.execute(select(cases).where(cases.c.conversation_id == conversation_id,
-                                                     cases.c.mailbox_id.in_(sorted(visible)))).all()
-        purges = retention_io.purges_of(conn, [r.id for r in rows])
-    return {"conversation": {"id": conv.id, "subject": conv.subject, "created_at": conv.created_at.isoformat(),
-                             "messages": [message_summary(r, purges.get(r.id)) for r in rows],
-                             "cases": [cases_mod.case_json(c) for c in case_rows]}}
 
 
 @router.get("/cases")

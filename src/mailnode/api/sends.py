@@ -10,32 +10,55 @@ releases ``awaiting/policy_hold`` (``send.propose``) and wakes the dispatcher to
 (201, the same shape, ``Idempotent-Replayed: true``) and seals nothing; the key with a different mail is
 ``E_IDEMPOTENCY_KEY_REUSED`` (409); a malformed or ``mailnode:`` key is refused (422) before anything is
 read. A retry from a draft replays when the key's send was sealed from that draft (the seal retired it).
+
+Answering (issue 15; ``outbound.compose``, ``outbound.answer``): an inline send with
+``in_reply_to_message_id`` may leave out its recipients and ``subject`` (filled from the parent: Reply-To or
+From, ``Re: ...``), ask ``reply_all`` and ``quote``; ``forward_message_id`` with ``forward_as`` (``inline`` |
+``attachment``) forwards a message. Recipients may carry display names; ``html`` adds an HTML alternative
+and ``attachments`` files (``{filename, content_type, content_base64}``). The idempotency fingerprint is
+taken over the completed composition, so it covers all of these.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Response
 from pydantic import Field
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.errors import MailnodeError, invalid
+from mailnode.mail.thread import body_of, grant_for
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound import reads, retry
+from mailnode.outbound.compose import Ask, compose
+from mailnode.outbound.content import decode_attachment
 from mailnode.outbound.idempotency import DraftGone, MailFingerprint, Replay, fingerprint_of, seal_once
 from mailnode.outbound.seal import SealRequest, seal, sealed_json
+from mailnode.outbound.tables import send_manifests
 from mailnode.outbound.workflows import wake
 
 router = APIRouter(prefix="/api/sends", tags=["sends"])
 
 
+class AttachmentIn(Strict):
+    """One attachment: its filename, ``type/subtype`` and bytes as base64 (RFC 4648)."""
+
+    filename: str
+    content_type: str = "application/octet-stream"
+    content_base64: str
+
+
 class SendIn(Strict):
-    """Either ``draft_id`` alone, or an inline composition (``mailbox_id``, recipients, subject, body)."""
+    """Either ``draft_id`` alone, or an inline composition (``mailbox_id``, recipients, subject, body).
+
+    A reply (``in_reply_to_message_id``) or forward (``forward_message_id``) may leave out ``subject``, and a
+    reply its recipients; ``body`` defaults to empty for them (a quote or forward fills it).
+    """
 
     draft_id: str | None = None
     mailbox_id: str | None = None
@@ -46,6 +69,12 @@ class SendIn(Strict):
     body: str | None = None
     in_reply_to_message_id: str | None = None
     sender_address: str | None = None
+    html: str | None = None
+    attachments: list[AttachmentIn] = Field(default_factory=list)
+    reply_all: bool = False
+    quote: bool = False
+    forward_message_id: str | None = None
+    forward_as: Literal["inline", "attachment"] = "inline"
 
 
 class RetryIn(Strict):
@@ -93,13 +122,22 @@ def create(body: SendIn, node: NodeDep, caller: CallerDep, response: Response,
             return seal(node, org_id=caller.org_id, author_id=caller.principal_id,
                         request=replace(_from_draft(d), idempotency_key=idempotency_key), draft_id=draft_id)
     else:
-        if body.mailbox_id is None or body.subject is None or body.body is None:
+        answering = body.in_reply_to_message_id is not None or body.forward_message_id is not None
+        if body.mailbox_id is None or (not answering and (body.subject is None or body.body is None)):
             raise invalid("E_REQUEST_INVALID", "An inline send needs mailbox_id, subject and body.",
-                          "Without a draft_id the composition is given inline.",
+                          "Without a draft_id the composition is given inline (a reply or forward may leave "
+                          "out subject and body).",
                           "Send {\"mailbox_id\", \"to\", \"subject\", \"body\"} or {\"draft_id\"}.")
-        request = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc, subject=body.subject,
-                              body=body.body, in_reply_to_message_id=body.in_reply_to_message_id,
-                              sender_address=body.sender_address, idempotency_key=idempotency_key)
+        attachments = tuple(decode_attachment(i, a.filename, a.content_type, a.content_base64)
+                            for i, a in enumerate(body.attachments))
+        asked_for = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc,
+                                subject=body.subject or "", body=body.body or "",
+                                in_reply_to_message_id=body.in_reply_to_message_id,
+                                sender_address=body.sender_address, idempotency_key=idempotency_key,
+                                html=body.html, attachments=attachments)
+        request = compose(node, org_id=caller.org_id, author_id=caller.principal_id, ask=Ask(
+            request=asked_for, subject_given=body.subject is not None, reply_all=body.reply_all, quote=body.quote,
+            forward_message_id=body.forward_message_id, forward_as=body.forward_as))
 
         def asked(conn: Connection) -> MailFingerprint | DraftGone:
             return fingerprint_of(request)
@@ -131,10 +169,19 @@ def list_(node: NodeDep, caller: CallerDep, page: SendPageDep, mailbox_id: str |
 
 @router.get("/{send_id}")
 def get(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """One send: recipients (submission, delivery, last error), events, the retry offer, the reason in words."""
+    """One send: recipients (submission, delivery, last error), events, the retry offer, the reason in words,
+    and its ``body`` (``{"text", "html"}``, the ``attachments`` list and ``display_names``) to whoever may
+    release, approve or cancel it (``mail.thread.send_body_grant``; null otherwise, and once retention deleted
+    it), with ``body_visible_because`` naming the grant."""
     with node.read() as conn:
-        return {"send": reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,
-                                       send_id=send_id)}
+        out = reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id, send_id=send_id)
+        row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id)).one()
+        grant = grant_for(conn, org_id=caller.org_id, principal_id=caller.principal_id, row=row)
+    out["display_names"] = row.display_names or {}
+    out["attachments"] = row.attachments or []
+    out["body_visible_because"] = grant.value if grant is not None else None
+    out["body"] = body_of(node, row) if grant is not None and out["content_deleted"] is None else None
+    return {"send": out}
 
 
 @router.post("/{send_id}/cancel")

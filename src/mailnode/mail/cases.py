@@ -18,7 +18,7 @@ from mailnode import audit
 from mailnode.authz import holds, mailboxes_visible
 from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
-from mailnode.mail.message_tables import cases
+from mailnode.mail.message_tables import case_notes, cases
 
 
 def open_case(conn: Connection, *, org_id: str, conversation_id: str, mailbox_id: str, at: datetime) -> str:
@@ -115,7 +115,7 @@ def close(conn: Connection, *, org_id: str, principal_id: str, at: datetime, cas
 
 
 def remove(conn: Connection, *, org_id: str, principal_id: str, at: datetime, case_id: str) -> None:
-    """Delete a closed case (its messages stay, unlinked); audited ``case.deleted``.
+    """Delete a closed case (its messages stay, unlinked; its notes are deleted); audited ``case.deleted``.
 
     Needs ``send.propose`` on its mailbox (``E_MAY_NOT_WORK_CASE``, 403) and a closed case
     (``E_CASE_OPEN``, 409). A legal hold covering the mailbox at the case's opening refuses ``E_LEGAL_HOLD``
@@ -136,5 +136,7 @@ def remove(conn: Connection, *, org_id: str, principal_id: str, at: datetime, ca
         raise conflict("E_CASE_OPEN", f"Case {case_id} is open.", "Only a closed case can be deleted.",
                        f"Close it first: POST /api/cases/{case_id}/close.", case_id=case_id)
     conn.execute(update(messages).where(messages.c.case_id == case_id).values(case_id=None))
+    # A case's notes are the case's own words: they go with it (mail.notes).
+    conn.execute(delete(case_notes).where(case_notes.c.case_id == case_id))
     conn.execute(delete(cases).where(cases.c.id == case_id))
     audit.append(conn, org_id=org_id, at=at, action="case.deleted", actor_id=principal_id, subject=case_id)

@@ -126,3 +126,20 @@ cases = Table(
           sqlite_where=text("state = 'open'"), postgresql_where=text("state = 'open'")),
     Index("ix_cases_mailbox_state", "mailbox_id", "state", "id"),
 )
+
+#: Internal notes on a case (issue 15): written by a person holding ``send.propose`` on the case's mailbox,
+#: shown in the conversation, never sent. Deleted with their case (``mail.cases.remove``); 0015.
+case_notes = Table(
+    "case_notes",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("case_id", String(40), ForeignKey("cases.id"), nullable=False),
+    Column("conversation_id", String(40), ForeignKey("conversations.id"), nullable=False),
+    Column("mailbox_id", String(40), ForeignKey("mailboxes.id"), nullable=False),
+    Column("author_id", String(40), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_case_notes_conversation", "conversation_id", "created_at"),
+    Index("ix_case_notes_case", "case_id"),
+)

@@ -158,14 +158,15 @@ def enrol(conn: Connection, *, org_id: str, limit: int = budgets.RETENTION_ENROL
         added += len(rows)
     s = send_manifests.c
     sends = conn.execute(select(s.id, s.mailbox_id, s.sealed_at, s.body_typed_sha256, s.body_normalised_sha256,
-                               s.rendered_sha256)
+                               s.rendered_sha256, s.body_html_sha256)
                         .where(s.org_id == org_id, ~exists().where(rc.source_id == s.id))
                         .order_by(s.id).limit(limit)).all()
     if sends:
         conn.execute(retained_content.insert(), [
             dict(source_id=r.id, org_id=org_id, kind=retention.ContentKind.SEALED_BODY.value, mailbox_id=r.mailbox_id,
                  created_at=r.sealed_at,
-                 digests=sorted({d for d in (r.body_typed_sha256, r.body_normalised_sha256, r.rendered_sha256) if d}))
+                 digests=sorted({d for d in (r.body_typed_sha256, r.body_normalised_sha256, r.rendered_sha256,
+                                             r.body_html_sha256) if d}))
             for r in sends])
         added += len(sends)
     return added
@@ -211,13 +212,13 @@ def _not_purged(source_id_col: Any) -> Any:
 def referenced_query(digest: str) -> Select[Any]:
     """The one statement of ``referenced``: ``SELECT <bool>`` over three ``EXISTS``, each answered from an
     index on the digest column it asks (``ix_messages_raw_sha256``, ``ix_ingress_receipts_sha256`` and the
-    three ``ix_send_manifests_*_sha256``, migration 0011), never a scan of the content tables."""
+    four ``ix_send_manifests_*_sha256``, migrations 0011 and 0015), never a scan of the content tables."""
     m, r, s = messages.c, ingress_receipts.c, send_manifests.c
     return select(or_(
         exists().where(m.raw_sha256 == digest, _not_purged(m.id)),
         exists().where(r.sha256 == digest, or_(r.message_id.is_(None), _not_purged(r.message_id))),
         exists().where(or_(s.body_typed_sha256 == digest, s.body_normalised_sha256 == digest,
-                           s.rendered_sha256 == digest), _not_purged(s.id)),
+                           s.rendered_sha256 == digest, s.body_html_sha256 == digest), _not_purged(s.id)),
     ))
 
 

@@ -1,7 +1,9 @@
 """Recipient validation and normalisation (syntax only, no network), and the guards on caller text.
 
 Every address that will appear in a header or an SMTP envelope passes through ``normalise_address``
-before anything is stored. Validation is email-validator's syntax check (RFC 5322 §3.4.1 addr-spec,
+before anything is stored; a recipient may carry a display name (``"Alice Müller" <alice@example.com>``,
+``parse_recipient``): the stdlib parses the RFC 5322 §3.4 mailbox (RFC 6532 UTF-8 allowed in the phrase),
+and the address part goes through the same check. Validation is email-validator's syntax check (RFC 5322 §3.4.1 addr-spec,
 RFC 5321 §4.1.2 limits as the library applies them) with deliverability checks off, so nothing here
 touches DNS. Domains come back IDNA-encoded (A-labels) and lower-cased (spec/outbound.md Part A 15);
 the local part is kept as written, since RFC 5321 §2.4 lets the receiving host give it meaning.
@@ -17,7 +19,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from email.headerregistry import HeaderRegistry
 from enum import StrEnum
+from typing import Any
 
 import email_validator
 from email_validator import EmailNotValidError, validate_email
@@ -143,11 +147,13 @@ class NormalisedAddress:
         local_part: the local part as written (case kept).
         domain: the A-label, lower-cased domain.
         key: ``address`` lower-cased; two recipients with the same key are the same recipient row.
+        display_name: the name shown beside the address in a header (``Alice Müller``), or None.
     """
 
     address: str
     local_part: str
     domain: str
+    display_name: str | None = None
 
     @property
     def key(self) -> str:
@@ -261,12 +267,57 @@ def normalise_address(value: str, field: str = "to") -> NormalisedAddress:
     return NormalisedAddress(address=f"{local}@{domain}", local_part=local, domain=domain)
 
 
+#: Parses one header's worth of addresses the way the stdlib reads a received To: (RFC 5322 §3.4).
+_HEADERS = HeaderRegistry()
+
+
+def parse_recipient(value: str, field: str = "to") -> NormalisedAddress:
+    """Validate one recipient, bare (``alice@example.com``) or with a display name, and return it normalised.
+
+    A display name may be quoted (``"Müller, Alice" <alice@example.com>``), plain UTF-8
+    (``Alice Müller <alice@example.com>``, RFC 6532 §3.2) or RFC 2047 encoded words; it comes back decoded in
+    ``display_name`` (None when absent or empty) and is encoded again on the way out (``outbound.render``).
+    The value must be exactly one mailbox: a list (``a@x, b@y``), a group (``team: a@x;``) or anything the
+    stdlib parser reports a defect for (``x <a@b> y``) is refused. The address part gets
+    ``normalise_address``'s check.
+
+    Raises ``E_HEADER_INJECTION`` / ``E_TEXT_MALFORMED`` (422) for a line break, control character or lone
+    surrogate anywhere in ``value`` (checked first) or in the decoded display name, ``E_ADDRESS_MALFORMED``
+    (422) otherwise.
+    """
+    if not isinstance(value, str):
+        raise _malformed(repr(value), field, "An address must be a string.")
+    reject_header_injection(field, value)
+    if "<" not in value and '"' not in value and "=?" not in value:
+        return normalise_address(value, field)
+    try:
+        header = _HEADERS(field, value.strip())
+    except ValueError as exc:
+        # The stdlib refuses a display name whose encoded words decode to CR or LF: an injection attempt.
+        raise invalid("E_HEADER_INJECTION", f"The {field} value's display name decodes to a line break.",
+                      "An RFC 2047 encoded word that decodes to CR or LF would start another header when the "
+                      "name is written out (RFC 5322 §2.2).",
+                      f"Remove the encoded line break from the {field} display name and send again.",
+                      field=field, value=_storable(value[:200])) from exc
+    groups: tuple[Any, ...] = getattr(header, "groups", ())
+    if header.defects or len(groups) != 1 or groups[0].display_name is not None or len(groups[0].addresses) != 1:
+        raise _malformed(value, field, "A recipient is one mailbox: an address, or a display name followed by "
+                                       "the address in angle brackets (RFC 5322 §3.4).")
+    mailbox = groups[0].addresses[0]
+    bare = normalise_address(mailbox.addr_spec, field)
+    name = mailbox.display_name.strip()
+    if name:
+        reject_header_injection(field, name)
+    return NormalisedAddress(bare.address, bare.local_part, bare.domain, name or None)
+
+
 def _malformed(value: str, field: str, why: str) -> MailnodeError:
     return invalid(
         "E_ADDRESS_MALFORMED",
         f"The {field} address {value!r} is not a valid email address.",
         why,
-        f"Correct the {field} address (a bare local@domain, no display name) and send again.",
+        f"Correct the {field} address (local@domain, optionally after a display name: "
+        f"\"Alice Example\" <alice@example.com>) and send again.",
         field=field,
         address=value[:320],
     )

@@ -95,6 +95,7 @@ from mailnode.notify.classes import MailClass, parse_mail_class
 from mailnode.notify.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
 from mailnode.outbound import handover
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
+from mailnode.outbound.render import OutboundAttachment, attachments_of
 from mailnode.outbound.states import (
     NOT_YET_LEFT,
     REASON_WORDS,
@@ -212,7 +213,8 @@ def gate_provider_unavailable(conn: Connection, row: Any, now: datetime, detail:
     return True
 
 
-def _submission(row: Any, rec: Any, rendered: bytes, text: str, bounce_domain: str) -> Submission:
+def _submission(row: Any, rec: Any, rendered: bytes, text: str, bounce_domain: str, html: str | None = None,
+                attachments: tuple[OutboundAttachment, ...] = ()) -> Submission:
     headers: list[tuple[str, str]] = []
     if row.in_reply_to_header:
         headers.append(("In-Reply-To", row.in_reply_to_header))
@@ -225,7 +227,8 @@ def _submission(row: Any, rec: Any, rendered: bytes, text: str, bounce_domain: s
         envelope_from=verp_address(rec.id, bounce_domain), rendered=rendered,
         message_id=f"<{row.rfc_message_id}>", from_header=row.envelope_from, to=tuple(row.to_addresses),
         cc=tuple(row.cc_addresses), bcc=tuple(row.bcc_addresses), subject=row.subject, text=text,
-        headers=tuple(headers),
+        headers=tuple(headers), html=html,
+        attachments=tuple((a.filename, a.content_type, a.data) for a in attachments),
     )
 
 
@@ -283,6 +286,10 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         try:
             rendered = node.evidence.get(row.rendered_sha256)
             text = node.evidence.get(row.body_typed_sha256).decode("utf-8")
+            # A reconstructing provider (Resend) is handed the HTML part and the attachments as fields; the
+            # attachments are read back from the rendered message, the one copy kept.
+            html = node.evidence.get(row.body_html_sha256).decode("utf-8") if row.body_html_sha256 else None
+            attached = attachments_of(rendered) if row.attachments else ()
         except MailnodeError as exc:
             # A body retention deleted (a purge record exists) is the setting working, not corruption.
             refusal = retention_io.content_refusal(conn, source_id=row.id, read_error=exc) or exc
@@ -347,7 +354,7 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
         final[rec.id] = SendState.OUTCOME_UNKNOWN.value
         raised = False
         try:
-            outcome = await transport.submit(_submission(row, rec, rendered, text, bounce))
+            outcome = await transport.submit(_submission(row, rec, rendered, text, bounce, html, attached))
         except Exception as exc:
             log.exception("send.transport_raised manifest=%s recipient=%s", manifest_id, rec.id)
             outcome = SubmitOutcome(state=SubmitState.OUTCOME_UNKNOWN, error_name="transport_raised",

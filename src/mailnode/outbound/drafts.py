@@ -2,7 +2,8 @@
 
 Saving a draft needs ``send.propose`` on its mailbox (404 ``E_MAY_NOT_SEND_AS_MAILBOX`` otherwise, as at
 seal). A reply draft's parent must be readable by the author (``E_NO_SUCH_PARENT``). Addresses given are
-validated as at seal (``E_ADDRESS_MALFORMED``, ``E_HEADER_INJECTION``), and so are the subject and body
+validated as at seal (``E_ADDRESS_MALFORMED``, ``E_HEADER_INJECTION``; a display name is kept:
+``Alice <alice@example.test>``), and so are the subject and body
 (``outbound.seal.check_composition``: ``E_HEADER_INJECTION``, ``E_TEXT_MALFORMED``, ``E_SUBJECT_TOO_LONG``
 422, ``E_BODY_TOO_LARGE`` 413), so a draft saved is a draft that can be sealed; a draft may have no
 recipient yet. A second draft for the same parent is ``E_DRAFT_EXISTS`` (409) naming the first. Anyone but the
@@ -23,8 +24,9 @@ from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
 from mailnode.mail.message_tables import messages
 from mailnode.notify.holds import refuse_if_held
-from mailnode.outbound.addresses import normalise_address
+from mailnode.outbound.addresses import NormalisedAddress, parse_recipient
 from mailnode.outbound.parents import may_reply_to
+from mailnode.outbound.render import written_address
 from mailnode.outbound.seal import check_composition, may_not_send, no_such_parent
 from mailnode.outbound.tables import drafts
 
@@ -45,11 +47,16 @@ def no_such_draft(draft_id: str) -> MailnodeError:
                      draft_id=draft_id)
 
 
+def _kept(addr: NormalisedAddress) -> str:
+    return written_address(addr.address, addr.display_name)
+
+
 def _clean(values: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in ("to", "cc", "bcc"):
         if kind in values:
-            out[f"{kind}_addresses"] = [normalise_address(a, kind).address for a in values[kind] or []]
+            # A display name is kept as written beside its normalised address; the seal reads it again.
+            out[f"{kind}_addresses"] = [_kept(parse_recipient(a, kind)) for a in values[kind] or []]
     if "subject" in values:
         out["subject"] = values["subject"] or ""
     if "body" in values:

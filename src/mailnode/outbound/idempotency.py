@@ -6,7 +6,7 @@ repeats the request under the same key and gets the send the first request seale
 a ``Replay``) instead of sealing it twice; the key is stored on the manifest, unique per organisation and
 author (``uq_send_manifests_idempotency``), so two requests racing on one key seal once and the loser
 replays the winner. The same key with a different mail (``differing_fields``: another mailbox, class,
-recipient set, subject, text or reply parent) is refused ``E_IDEMPOTENCY_KEY_REUSED`` (409,
+recipient set or their display names, subject, text, HTML part, attachments or reply parent) is refused ``E_IDEMPOTENCY_KEY_REUSED`` (409,
 ``detail.send_id`` the first send, ``detail.differs`` the fields), so a caller is never told that a mail
 it did not send was sent. ``check_key`` refuses, before anything is read or sealed, a key that is empty,
 longer than ``budgets.IDEMPOTENCY_KEY_MAX_CHARS``, or holds a control character
@@ -98,6 +98,9 @@ class MailFingerprint:
         subject: the Subject as sent.
         text_sha256: hex SHA-256 of the UTF-8 text (the evidence store's digest of the typed body).
         in_reply_to_message_id: the message answered (``msg_...``), or None.
+        names: ``(address lower-cased, display name)`` of the To and Cc recipients that have one, sorted.
+        html_sha256: hex SHA-256 of the HTML part's UTF-8, or None for text only.
+        attachments: ``(filename, content_type, sha256)`` of each attachment, in order.
     """
 
     mailbox_id: str
@@ -108,11 +111,14 @@ class MailFingerprint:
     subject: str
     text_sha256: str
     in_reply_to_message_id: str | None = None
+    names: tuple[tuple[str, str], ...] = ()
+    html_sha256: str | None = None
+    attachments: tuple[tuple[str, str, str], ...] = ()
 
 
 #: The fields ``differing_fields`` compares, in the order it names them.
 FINGERPRINT_FIELDS: tuple[str, ...] = ("mailbox_id", "mail_class", "to", "cc", "bcc", "subject", "text",
-                                       "in_reply_to_message_id")
+                                       "in_reply_to_message_id", "display_names", "html", "attachments")
 
 
 def differing_fields(stored: MailFingerprint, asked: MailFingerprint) -> tuple[str, ...]:
@@ -125,7 +131,9 @@ def differing_fields(stored: MailFingerprint, asked: MailFingerprint) -> tuple[s
              "to": (stored.to, asked.to), "cc": (stored.cc, asked.cc), "bcc": (stored.bcc, asked.bcc),
              "subject": (stored.subject, asked.subject),
              "text": (stored.text_sha256, asked.text_sha256),
-             "in_reply_to_message_id": (stored.in_reply_to_message_id, asked.in_reply_to_message_id)}
+             "in_reply_to_message_id": (stored.in_reply_to_message_id, asked.in_reply_to_message_id),
+             "display_names": (stored.names, asked.names), "html": (stored.html_sha256, asked.html_sha256),
+             "attachments": (stored.attachments, asked.attachments)}
     return tuple(name for name in FINGERPRINT_FIELDS if pairs[name][0] != pairs[name][1])
 
 
@@ -138,22 +146,33 @@ def fingerprint_of(request: SealRequest) -> MailFingerprint:
     422s apply: ``E_ADDRESS_MALFORMED``, ``E_NO_RECIPIENTS`` ...)."""
     recipients = validate_recipients(request.to, request.cc, request.bcc)
     by_kind = {kind: _sorted_lower(a.address for k, a in recipients if k == kind) for kind in ("to", "cc", "bcc")}
+    names = {a.key: a.display_name for k, a in recipients if k != "bcc" and a.display_name}
     return MailFingerprint(mailbox_id=request.mailbox_id, mail_class=request.mail_class, to=by_kind["to"],
                            cc=by_kind["cc"], bcc=by_kind["bcc"], subject=request.subject,
                            text_sha256=hashlib.sha256(request.body.encode("utf-8")).hexdigest(),
-                           in_reply_to_message_id=request.in_reply_to_message_id)
+                           in_reply_to_message_id=request.in_reply_to_message_id,
+                           names=tuple(sorted(names.items())),
+                           html_sha256=(hashlib.sha256(request.html.encode("utf-8")).hexdigest()
+                                        if request.html is not None else None),
+                           attachments=tuple((a.filename, a.content_type, hashlib.sha256(a.data).hexdigest())
+                                             for a in request.attachments))
 
 
 def fingerprint_of_send(conn: Connection, send_id: str) -> MailFingerprint:
     """The fingerprint of a sealed manifest (one read)."""
     m = send_manifests.c
     row = conn.execute(select(m.mailbox_id, m.mail_class, m.to_addresses, m.cc_addresses, m.bcc_addresses,
-                              m.subject, m.body_typed_sha256, m.in_reply_to_message_id)
+                              m.subject, m.body_typed_sha256, m.in_reply_to_message_id, m.display_names,
+                              m.body_html_sha256, m.attachments)
                        .where(m.id == send_id)).one()
     return MailFingerprint(mailbox_id=row.mailbox_id, mail_class=row.mail_class, to=_sorted_lower(row.to_addresses),
                            cc=_sorted_lower(row.cc_addresses), bcc=_sorted_lower(row.bcc_addresses),
                            subject=row.subject, text_sha256=row.body_typed_sha256,
-                           in_reply_to_message_id=row.in_reply_to_message_id)
+                           in_reply_to_message_id=row.in_reply_to_message_id,
+                           names=tuple(sorted((str(k), str(v)) for k, v in (row.display_names or {}).items())),
+                           html_sha256=row.body_html_sha256,
+                           attachments=tuple((str(a["filename"]), str(a["content_type"]), str(a["sha256"]))
+                                             for a in (row.attachments or [])))
 
 
 def sealed_from_draft(conn: Connection, send_id: str) -> str | None:

@@ -5,8 +5,12 @@ Message-ID is derived from the send id). The caller validates addresses first (`
 re-checks every header value (``addresses.header_fault``: line breaks, control characters) so no path can
 inject a header. Bcc is carried for the
 envelope and is never written (RFC 5322 §3.6.3 lets the sender omit it; mailnode always does, so one
-Bcc recipient is never shown to another). Also here: the body normaliser and the SHA-256 helper used for
-evidence.
+Bcc recipient is never shown to another). Display names are written beside their addresses and RFC 2047
+encoded when they are not ASCII (``email.headerregistry``). A send with an HTML part is
+multipart/alternative (text first, RFC 2046 §5.1.4); one with attachments is multipart/mixed around it, each
+attachment ``Content-Disposition: attachment`` with its filename RFC 2231 encoded when not ASCII, and a
+forwarded message attached as ``message/rfc822`` (RFC 2046 §5.2.1). Also here: the body normaliser and the
+SHA-256 helper used for evidence.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from email import message_from_bytes
+from email import policy as email_policy
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -42,6 +48,21 @@ _MSG_ID = re.compile(r"^<[^<>\s@]+@[^<>\s@]+>$")
 
 
 @dataclass(frozen=True)
+class OutboundAttachment:
+    """One attachment as the seal stored it.
+
+    Attributes:
+        filename: the name written in ``Content-Disposition`` (already checked: one line, no path).
+        content_type: ``type/subtype`` (lower-case); ``message/rfc822`` attaches a whole message.
+        data: the bytes.
+    """
+
+    filename: str
+    content_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
 class OutboundMessage:
     """What ``render`` needs, all already validated and normalised.
 
@@ -58,6 +79,9 @@ class OutboundMessage:
             bounded on output by ``bound_references``.
         body: the typed body text (rendered as text/plain UTF-8).
         auto_submitted: ``auto-replied`` (a Butler's mail), ``auto-generated`` (node notices) or None.
+        names: ``(address lower-cased, display name)`` pairs for the To and Cc addresses that have one.
+        html: an HTML alternative to ``body`` (text/html UTF-8), or None.
+        attachments: attached after the body, in order.
     """
 
     from_address: str
@@ -72,6 +96,9 @@ class OutboundMessage:
     in_reply_to: str | None = None
     references: tuple[str, ...] = ()
     auto_submitted: AutoSubmitted | None = None
+    names: tuple[tuple[str, str], ...] = ()
+    html: str | None = None
+    attachments: tuple[OutboundAttachment, ...] = ()
 
 
 def make_message_id(send_id: str, sending_domain: str) -> str:
@@ -138,7 +165,9 @@ def render(message: OutboundMessage) -> bytes:
 
     Headers, in order: From, To, Cc (only when non-empty), Subject, Date, Message-ID, In-Reply-To and
     References (only for a reply; References bounded by ``bound_references``), Auto-Submitted (when
-    set), then MIME-Version and a text/plain; charset="utf-8" body (RFC 2045/2046). Bcc is never written.
+    set), then MIME-Version and a text/plain; charset="utf-8" body (RFC 2045/2046); with ``html`` a
+    multipart/alternative of both, with ``attachments`` a multipart/mixed (see the module docstring).
+    Bcc is never written; a display name (``names``) is written before its address, RFC 2047 encoded.
 
     Raises ``E_HEADER_INJECTION`` (422) for a line break (anything ``str.splitlines`` breaks on) or a control
     character but HT in any header value, ``E_TEXT_MALFORMED`` (422) for a lone surrogate in one
@@ -163,12 +192,15 @@ def render(message: OutboundMessage) -> bytes:
     references = bound_references([_check_msg_id("References", r) for r in message.references])
     in_reply_to = _check_msg_id("In-Reply-To", message.in_reply_to) if message.in_reply_to else None
 
+    names = dict(message.names)
+    for name in names.values():
+        reject_header_injection("To", name)
     msg = EmailMessage(policy=_POLICY)
     msg["From"] = _address(message.from_address, message.from_name or "")
     if message.to:
-        msg["To"] = [_address(a) for a in message.to]
+        msg["To"] = [_address(a, names.get(a.lower(), "")) for a in message.to]
     if message.cc:
-        msg["Cc"] = [_address(a) for a in message.cc]
+        msg["Cc"] = [_address(a, names.get(a.lower(), "")) for a in message.cc]
     msg["Subject"] = message.subject
     msg["Date"] = format_datetime(message.date.astimezone(UTC))
     msg["Message-ID"] = message.message_id
@@ -181,7 +213,37 @@ def render(message: OutboundMessage) -> bytes:
     # Written before the content so it precedes Content-Type (set_content only adds it when absent).
     msg["MIME-Version"] = "1.0"
     msg.set_content(message.body, subtype="plain", charset="utf-8")
+    if message.html is not None:
+        msg.add_alternative(message.html, subtype="html", charset="utf-8")
+    for att in message.attachments:
+        reject_header_injection("filename", att.filename)
+        if att.content_type == "message/rfc822":
+            # The stdlib attaches a parsed message as message/rfc822; it re-encodes its parts for 7-bit
+            # transport, which RFC 2046 §5.2.1 requires (no base64 around message/rfc822 itself).
+            inner = message_from_bytes(att.data, policy=email_policy.default)
+            msg.add_attachment(inner, filename=att.filename)
+        else:
+            maintype, _, subtype = att.content_type.partition("/")
+            msg.add_attachment(att.data, maintype=maintype, subtype=subtype, filename=att.filename)
     return msg.as_bytes(policy=_POLICY)
+
+
+def attachments_of(rendered: bytes) -> tuple[OutboundAttachment, ...]:
+    """The attachments ``render`` wrote into ``rendered``, in order, as it was given them (a resend seals the
+    same files again without keeping a second copy). Only for bytes ``render`` produced."""
+    msg = message_from_bytes(rendered, policy=email_policy.default)
+    out: list[OutboundAttachment] = []
+    for part in msg.iter_attachments() if msg.is_multipart() else ():
+        content = part.get_content()
+        data = content.as_bytes(policy=email_policy.SMTP) if part.get_content_type() == "message/rfc822" else content
+        out.append(OutboundAttachment(filename=part.get_filename() or "attachment",
+                                      content_type=part.get_content_type(), data=bytes(data)))
+    return tuple(out)
+
+
+def written_address(address: str, display_name: str | None) -> str:
+    """``address`` with its display name as a request would give it (``Alice <a@x>``, quoted when needed)."""
+    return str(_address(address, display_name or "")) if display_name else address
 
 
 def _address(addr_spec: str, display_name: str = "") -> Address:

@@ -34,6 +34,7 @@ from mailnode.governance import approvals
 from mailnode.ids import parse_id, prefix_of
 from mailnode.node import Node
 from mailnode.notify import retention_io
+from mailnode.outbound.render import attachments_of, written_address
 from mailnode.outbound.seal import Sealed, SealRequest, seal
 from mailnode.outbound.states import STOPPABLE, SendState, StateReason, parse_state, retry_offer
 from mailnode.outbound.tables import send_manifests, send_recipients
@@ -194,11 +195,19 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
                        f"Its offer is {offer.mode} ({offer.basis}).", f"Read the offer at GET /api/sends/{send_id}.",
                        send_id=send_id, offer=offer.to_json())
     body = retention_io.read_content(node, source_id=send_id, digest=row.body_typed_sha256).decode("utf-8")
+    # The same mail again: the display names, the HTML part and the attachments (read back from the rendered
+    # message, which holds them) go with the text.
+    html = (retention_io.read_content(node, source_id=send_id, digest=row.body_html_sha256).decode("utf-8")
+            if row.body_html_sha256 else None)
+    attached = (attachments_of(retention_io.read_content(node, source_id=send_id, digest=row.rendered_sha256))
+                if row.attachments else ())
+    names = row.display_names or {}
     sealed = seal(node, org_id=org_id, author_id=principal_id, request=SealRequest(
-        mailbox_id=row.mailbox_id, to=row.to_addresses, cc=row.cc_addresses, bcc=row.bcc_addresses,
+        mailbox_id=row.mailbox_id, to=[written_address(a, names.get(a.lower())) for a in row.to_addresses],
+        cc=[written_address(a, names.get(a.lower())) for a in row.cc_addresses], bcc=row.bcc_addresses,
         subject=row.subject, body=body, in_reply_to_message_id=row.in_reply_to_message_id,
         sender_address=row.envelope_from, resend_of=send_id, resend_reason=reason.strip(),
-        envelope_only=frozenset(pending)))
+        envelope_only=frozenset(pending), html=html, attachments=attached))
     return sealed
 
 

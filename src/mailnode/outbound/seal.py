@@ -11,10 +11,13 @@ Order, each step refusing before anything is stored:
    (``check_composition``): a line break or control character in the Subject ``E_HEADER_INJECTION``, a lone
    surrogate anywhere or a NUL in the body ``E_TEXT_MALFORMED`` (422), a Subject over
    ``budgets.SEND_SUBJECT_MAX_CHARS`` ``E_SUBJECT_TOO_LONG`` (422), a body over ``budgets.SEND_BODY_MAX_BYTES``
-   ``E_BODY_TOO_LARGE`` (413);
+   ``E_BODY_TOO_LARGE`` (413); then the HTML part and attachments (``outbound.content.check_content``:
+   ``E_TOO_MANY_ATTACHMENTS``, ``E_ATTACHMENT_MALFORMED`` 422, ``E_SEND_TOO_LARGE`` 413). A recipient may
+   carry a display name (``addresses.parse_recipient``), kept in ``display_names`` and written in the headers;
 4. a reply parent the author can read (``mailbox.content.read``), else ``E_NO_SUCH_PARENT`` (404);
-5. the bytes rendered (``outbound.render``), and the typed body, the normalised body and the rendered
-   message written to the evidence store;
+5. the bytes rendered (``outbound.render``), and the typed body, the normalised body, the HTML part (when
+   given) and the rendered message written to the evidence store (attachments live in the rendered message;
+   the manifest lists their names, types, sizes and digests);
 6. one transaction: governance's facts (``governance.gatefacts.seal_facts``: the policy outcome and its
    versions, the approval plan, the domain pause, the rate breakers; 2 statements, 3-4 when approval is
    required), the gates in their total order (``outbound.gates.decide``), then the conversation (the
@@ -73,18 +76,21 @@ from mailnode.notify.tables import provider_status
 from mailnode.outbound import gates
 from mailnode.outbound.addresses import (
     NormalisedAddress,
-    normalise_address,
+    parse_recipient,
     reject_body_fault,
     reject_header_injection,
 )
+from mailnode.outbound.content import check_content
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (
     AutoSubmitted,
+    OutboundAttachment,
     OutboundMessage,
     bound_references,
     make_message_id,
     normalise_body,
     render,
+    sha256_hex,
 )
 from mailnode.outbound.states import SendState, StateReason
 from mailnode.outbound.tables import drafts, send_manifests, send_recipients
@@ -114,6 +120,8 @@ class SealRequest:
         system: the node's own mail (``sender_address`` is the system sender): no authority check,
             ``Auto-Submitted: auto-generated``; never correspondence.
         idempotency_key: the caller's key, unique per (organisation, author); written on the manifest.
+        html: an HTML alternative to ``body`` (rendered multipart/alternative), or None.
+        attachments: files attached after the body (``outbound.content`` bounds them).
     """
 
     mailbox_id: str
@@ -131,6 +139,8 @@ class SealRequest:
     mail_class: str = DEFAULT_MAIL_CLASS.value
     system: bool = False
     idempotency_key: str | None = None
+    html: str | None = None
+    attachments: tuple[OutboundAttachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -266,6 +276,7 @@ def validate_recipients(to: Sequence[str], cc: Sequence[str], bcc: Sequence[str]
                         ) -> list[tuple[str, NormalisedAddress]]:
     """Normalise every recipient; returns distinct ``(kind, address)`` pairs, first mention winning.
 
+    An address may carry a display name (``addresses.parse_recipient``); the first mention's name is kept.
     Raises ``E_HEADER_INJECTION`` / ``E_ADDRESS_MALFORMED`` naming the address, ``E_NO_RECIPIENTS`` and
     ``E_TOO_MANY_RECIPIENTS`` (``budgets.SEND_RECIPIENTS_MAX``), all 422.
     """
@@ -273,7 +284,7 @@ def validate_recipients(to: Sequence[str], cc: Sequence[str], bcc: Sequence[str]
     out: list[tuple[str, NormalisedAddress]] = []
     for kind, values in zip(KINDS, (to, cc, bcc)):
         for value in values:
-            addr = normalise_address(value, kind)
+            addr = parse_recipient(value, kind)
             if addr.key not in seen:
                 seen.add(addr.key)
                 out.append((kind, addr))
@@ -403,6 +414,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     mail_class = class_of(request)
     correspondence = mail_class is MailClass.CORRESPONDENCE
     check_composition(request.subject, request.body)
+    check_content(request.body, request.html, request.attachments)
     recipients = validate_recipients(request.to, request.cc, request.bcc)
     with node.read() as conn:
         f = _read_facts(conn, org_id, author_id, request, node.settings.transport)
@@ -425,13 +437,19 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     to = tuple(a.address for k, a in recipients if k == "to")
     cc = tuple(a.address for k, a in recipients if k == "cc")
     bcc = tuple(a.address for k, a in recipients if k == "bcc")
+    # Bcc names are never written anywhere (RFC 5322 §3.6.3: a Bcc recipient is not shown).
+    names = {a.key: a.display_name for k, a in recipients if k != "bcc" and a.display_name}
     rendered = render(OutboundMessage(from_address=f.sender, to=to, cc=cc, bcc=bcc, subject=request.subject,
                                       date=now, message_id=message_id, body=request.body, in_reply_to=in_reply_to,
-                                      references=references, auto_submitted=auto))
+                                      references=references, auto_submitted=auto, names=tuple(names.items()),
+                                      html=request.html, attachments=request.attachments))
     # The evidence is written before any row that names it (a blob without a row is harmless).
     typed_sha = node.evidence.put(request.body.encode("utf-8"))
     normalised_sha = node.evidence.put(normalise_body(request.body).encode("utf-8"))
     rendered_sha = node.evidence.put(rendered)
+    html_sha = node.evidence.put(request.html.encode("utf-8")) if request.html is not None else None
+    attached = [{"filename": a.filename, "content_type": a.content_type, "size_bytes": len(a.data),
+                 "sha256": sha256_hex(a.data)} for a in request.attachments]
     # Only correspondence waits out the hold window: realtime goes inside its request, deferrable at once.
     release_at = now + timedelta(seconds=f.hold_window if correspondence else 0)
     rows = [(k, a) for k, a in recipients
@@ -474,6 +492,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             state_reason=reason, last_error=last_error, resend_of=request.resend_of,
             policy_outcome=gov.policy.outcome.value if correspondence else None,
             policy_versions=gov.policy.version_ids if correspondence else None,
+            display_names=names or None, body_html_sha256=html_sha, attachments=attached or None,
         ))
         conn.execute(send_recipients.insert(), [
             {"id": new_id("srp"), "org_id": org_id, "manifest_id": send_id, "kind": k, "address": a.address,

@@ -54,6 +54,13 @@ send_manifests = Table(
     Column("resend_of", String(40), nullable=True),
     Column("idempotency_key", Text, nullable=True),
     Column("claim_token", String(120), nullable=True),
+    #: ``{address lower-cased: display name}`` for the To and Cc recipients that have one, or NULL (0015).
+    Column("display_names", JSONText, nullable=True),
+    #: The HTML alternative as the author gave it, in the evidence store, or NULL for text only (0015).
+    Column("body_html_sha256", String(64), nullable=True),
+    #: ``[{filename, content_type, size_bytes, sha256}]`` of the attachments, in order, or NULL (0015). The
+    #: bytes live only inside the rendered message, so retention deletes them with it.
+    Column("attachments", JSONText, nullable=True),
     Index("ix_send_manifests_due", "state", "release_at"),
     Index("ix_send_manifests_lease", "state", "lease_until"),
     Index("ix_send_manifests_mailbox", "mailbox_id", "id"),
@@ -63,6 +70,7 @@ send_manifests = Table(
     Index("ix_send_manifests_body_typed_sha256", "body_typed_sha256"),
     Index("ix_send_manifests_body_normalised_sha256", "body_normalised_sha256"),
     Index("ix_send_manifests_rendered_sha256", "rendered_sha256"),
+    Index("ix_send_manifests_body_html_sha256", "body_html_sha256"),
     Index("uq_send_manifests_idempotency", "org_id", "author_id", "idempotency_key", unique=True,
           sqlite_where=text("idempotency_key IS NOT NULL"), postgresql_where=text("idempotency_key IS NOT NULL")),
 )

@@ -76,6 +76,8 @@ class Submission:
         text: the plain-text body.
         headers: extra headers a reconstructing provider must carry (``In-Reply-To``, ``References``,
             ``Auto-Submitted``), as (name, value) pairs.
+        html: the HTML alternative, or None (text only).
+        attachments: ``(filename, content_type, bytes)`` of each attachment, in order.
     """
 
     manifest_id: str
@@ -91,6 +93,8 @@ class Submission:
     cc: tuple[str, ...] = ()
     bcc: tuple[str, ...] = ()
     headers: tuple[tuple[str, str], ...] = ()
+    html: str | None = None
+    attachments: tuple[tuple[str, str, bytes], ...] = ()
 
     @property
     def idempotency_key(self) -> str:

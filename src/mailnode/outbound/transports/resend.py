@@ -13,6 +13,7 @@ The API key goes only into the ``Authorization`` header; no outcome, log line or
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from dataclasses import dataclass
@@ -138,7 +139,8 @@ def request_body(request: Submission) -> bytes:
 
     ``to`` is the one recipient of this submission (whatever list it came from), so each recipient gets
     its own email id and no copy names a Bcc recipient. Threading and ``Auto-Submitted`` travel in
-    ``headers``; structural headers never do (spec/resend.md §1.4).
+    ``headers``; structural headers never do (spec/resend.md §1.4). An HTML part is ``html``, attachments are
+    ``attachments`` (base64 ``content``, ``filename``, ``content_type``; §1.3).
     """
     payload: dict[str, Any] = {
         "from": request.from_header,
@@ -148,6 +150,13 @@ def request_body(request: Submission) -> bytes:
     }
     if request.headers:
         payload["headers"] = {name: value for name, value in request.headers}
+    # A send's HTML part and attachments travel as Resend's own fields (spec/resend.md §1.2, §1.3).
+    if request.html is not None:
+        payload["html"] = request.html
+    if request.attachments:
+        payload["attachments"] = [{"filename": name, "content_type": ctype,
+                                   "content": base64.b64encode(data).decode("ascii")}
+                                  for name, ctype, data in request.attachments]
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 
