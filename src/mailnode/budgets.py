@@ -17,6 +17,25 @@ LIST_LIMIT_MAX = 500
 NAME_CURSOR_MAX_CHARS = 200
 #: The page size when ``limit`` is absent. Sized.
 LIST_LIMIT_DEFAULT = 50
+#: Longest search query (``GET /api/search?q=``), characters. Sized: a person's query is a few words and
+#: filters; SEARCH_QUERY_MAX_TERMS terms of a long address each fit with room.
+SEARCH_QUERY_MAX_CHARS = 1000
+#: Most terms (words, quoted phrases and ``field:value`` filters) one search query may hold. Sized: each
+#: full-text term is one more FTS5 phrase or tsquery operand, and a person's query rarely has ten.
+SEARCH_QUERY_MAX_TERMS = 20
+#: Body text indexed per message or send, characters (the rest is not searchable). Sized: PostgreSQL refuses
+#: a tsvector over 1 MiB ("string is too long for tsvector"), which would fail the materialisation; 64 Ki
+#: characters are at most 256 KiB of UTF-8 and at most 5 bytes of tsvector per byte of text (a lexeme and
+#: its position), measured by tests/search/test_search_index.py's worst case. A person's mail is shorter.
+SEARCH_BODY_MAX_CHARS = 64 * 1024
+#: Subject and sender text indexed, characters each (RFC 5322 §2.1.1: a line is at most 998 characters;
+#: a folded Subject may be longer, and what passes this is not searchable).
+SEARCH_SUBJECT_MAX_CHARS = 2000
+#: Recipient text indexed (delivered-to, To, Cc, or a send's recipients), characters. Sized:
+#: SEND_RECIPIENTS_MAX addresses of 80 characters.
+SEARCH_ADDRESSES_MAX_CHARS = 16 * 1024
+#: Length of a search result's snippet, characters. Sized: two lines of a result list.
+SEARCH_SNIPPET_CHARS = 160
 #: An API token is ``mn_`` + this many random bytes, URL-safe base64. 32 bytes = 256 bits (sized).
 TOKEN_RANDOM_BYTES = 32
 #: Longest API token label, in characters (sized): a label is one line shown in token lists and the audit
