@@ -25,8 +25,9 @@ SEARCH_QUERY_MAX_CHARS = 1000
 SEARCH_QUERY_MAX_TERMS = 20
 #: Body text indexed per message or send, characters (the rest is not searchable). Sized: PostgreSQL refuses
 #: a tsvector over 1 MiB ("string is too long for tsvector"), which would fail the materialisation; 64 Ki
-#: characters are at most 256 KiB of UTF-8 and at most 5 bytes of tsvector per byte of text (a lexeme and
-#: its position), measured by tests/search/test_search_index.py's worst case. A person's mail is shorter.
+#: characters are at most 256 KiB of UTF-8, and the worst case measured (32,768 distinct one-letter words of
+#: four UTF-8 bytes, tests/search/test_search_index.py) makes a 393,224-byte tsvector. A person's mail is
+#: shorter.
 SEARCH_BODY_MAX_CHARS = 64 * 1024
 #: Subject and sender text indexed, characters each (RFC 5322 §2.1.1: a line is at most 998 characters;
 #: a folded Subject may be longer, and what passes this is not searchable).
