@@ -21,7 +21,7 @@ from mailnode.search.query import parse_query
 router = APIRouter(prefix="/api", tags=["search"])
 
 
-def _cursor(cursor: str | None = Query(default=None)) -> run.Cursor | None:
+def _cursor(cursor: str | None = Query(default=None)) -> int | None:
     if not cursor:
         return None
     found = run.parse_cursor(cursor)
@@ -33,11 +33,11 @@ def _cursor(cursor: str | None = Query(default=None)) -> run.Cursor | None:
 
 @router.get("/search")
 def search(q: str, node: NodeDep, caller: CallerDep,
-           cursor: Annotated[run.Cursor | None, Depends(_cursor)], limit: int | None = None) -> dict[str, Any]:
+           cursor: Annotated[int | None, Depends(_cursor)], limit: int | None = None) -> dict[str, Any]:
     """Search the mailboxes the caller may read (``mailbox.content.read``); see the module docstring."""
     query = parse_query(q)
     size = budgets.LIST_LIMIT_DEFAULT if limit is None else max(1, min(limit, budgets.LIST_LIMIT_MAX))
     with node.read() as conn:
         results, nxt = run.search(conn, org_id=caller.org_id, principal_id=caller.principal_id, query=query,
                                   limit=size, cursor=cursor)
-    return {"results": results, "next_cursor": nxt.token() if nxt else None}
+    return {"results": results, "next_cursor": str(nxt) if nxt is not None else None}

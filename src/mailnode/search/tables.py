@@ -36,7 +36,7 @@ class SearchVector(TypeDecorator[Any]):
 search_documents = Table(
     "search_documents",
     metadata,
-    #: The FTS5 rowid on SQLite (``content_rowid``).
+    #: The FTS5 rowid on SQLite (``content_rowid``); results are newest first by it (``search.run``).
     Column("id", Integer, primary_key=True, autoincrement=True),
     #: ``msg_...`` or ``snd_...``.
     Column("source_id", String(40), nullable=False, unique=True),
@@ -47,7 +47,7 @@ search_documents = Table(
     Column("conversation_id", String(40), nullable=True),
     #: A message's case (``is:open`` and friends read the case live); NULL for a send.
     Column("case_id", String(40), nullable=True),
-    #: When the message was received, or the send sealed (UTC); results are newest first by it.
+    #: When the message was received, or the send sealed (UTC): ``before:`` and ``after:`` read it.
     Column("at", UTCDateTime, nullable=False),
     Column("subject", Text, nullable=False),
     Column("sender", Text, nullable=False),
@@ -57,7 +57,6 @@ search_documents = Table(
     Column("attachments", Integer, nullable=False),
     Column("automated", Boolean, nullable=False),
     Column("vector", SearchVector(), nullable=True),
-    Index("ix_search_documents_org_at", "org_id", "at", "source_id"),
     #: GIN on PostgreSQL; on SQLite a plain index over a column that stays NULL (one schema for both).
     Index("ix_search_documents_vector", "vector", postgresql_using="gin"),
 )

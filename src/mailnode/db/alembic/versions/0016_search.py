@@ -15,6 +15,7 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 import sqlalchemy as sa
@@ -58,25 +59,29 @@ def _backfill() -> None:
     purged: Any = sa.select(sa.column("source_id")).select_from(sa.table("retained_content")).where(
         sa.column("purged_at").is_not(None))
     msg: Any = sa.select(*(sa.column(c) for c in ("id", "org_id", "mailbox_id", "conversation_id", "case_id", "subject",
-                                              "from_name", "from_address", "envelope_from", "envelope_to",
-                                              "text_body", "attachments", "automated")),
-                    sa.column("received_at", utc), sa.column("headers", as_json)).select_from(
-        sa.table("messages")).where(sa.column("id").not_in(purged)).order_by(sa.column("id"))
+                                                   "from_name", "from_address", "envelope_from", "envelope_to",
+                                                   "text_body", "attachments", "automated")),
+                         sa.column("received_at", utc), sa.column("headers", as_json)).select_from(
+        sa.table("messages")).where(sa.column("id").not_in(purged)).order_by(sa.column("received_at"), sa.column("id"))
     snd: Any = sa.select(*(sa.column(c) for c in ("id", "org_id", "mailbox_id", "conversation_id", "subject",
-                                              "envelope_from", "mail_class", "auto_submitted")),
-                    sa.column("sealed_at", utc), *(sa.column(c, as_json) for c in ("to_addresses", "cc_addresses",
-                                                                                    "bcc_addresses"))).select_from(
-        sa.table("send_manifests")).where(sa.column("id").not_in(purged)).order_by(sa.column("id"))
+                                                   "envelope_from", "mail_class", "auto_submitted")),
+                         sa.column("sealed_at", utc), *(sa.column(c, as_json) for c in ("to_addresses", "cc_addresses",
+                                                                                         "bcc_addresses"))).select_from(
+        sa.table("send_manifests")).where(sa.column("id").not_in(purged)).order_by(sa.column("sealed_at"), sa.column("id"))
+    # Results are newest first in the order rows were indexed (``search.run``): backfill oldest first,
+    # messages and sends merged by when they were received or sealed.
+    documents = heapq.merge((message_document(r) for r in bind.execute(msg).all()),
+                            (send_document(r, None) for r in bind.execute(snd).all()),
+                            key=lambda doc: (doc.at, doc.source_id))
     statement = upsert_statement(bind.dialect.name)
-    for query, build in ((msg, lambda r: message_document(r)), (snd, lambda r: send_document(r, None))):
-        batch: list[dict[str, object]] = []
-        for row in bind.execute(query):
-            batch.append(build(row).params())
-            if len(batch) >= BATCH:
-                bind.execute(statement, batch)
-                batch = []
-        if batch:
+    batch: list[dict[str, object]] = []
+    for doc in documents:
+        batch.append(doc.params())
+        if len(batch) >= BATCH:
             bind.execute(statement, batch)
+            batch = []
+    if batch:
+        bind.execute(statement, batch)
 
 
 def upgrade() -> None:
@@ -102,7 +107,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("source_id"),
     )
-    op.create_index("ix_search_documents_org_at", "search_documents", ["org_id", "at", "source_id"], unique=False)
     op.create_index("ix_search_documents_vector", "search_documents", ["vector"], unique=False,
                     postgresql_using="gin")
     if op.get_bind().dialect.name != "postgresql":
@@ -116,5 +120,4 @@ def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         op.execute("DROP TABLE search_fts")
     op.drop_index("ix_search_documents_vector", table_name="search_documents")
-    op.drop_index("ix_search_documents_org_at", table_name="search_documents")
     op.drop_table("search_documents")
