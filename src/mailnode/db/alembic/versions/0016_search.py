@@ -3,7 +3,7 @@
 One row per message and per send: the text a search matches and shows and the facts its filters read
 (``mailnode.search.tables``). On SQLite an FTS5 external-content table ``search_fts`` and three triggers
 keep the full-text index in step (a frozen copy of ``search.tables.SQLITE_FTS``); on PostgreSQL a GIN
-index over the ``tsvector`` column. Existing messages are indexed with their subject, addresses and text
+index over the ``tsvector`` column and a statistics target of 1,000 on it. Existing messages are indexed with their subject, addresses and text
 body; existing sends with their subject and addresses only (their bodies are in the evidence store, which
 a migration does not reach; ``search.index.reindex`` with the store indexes a send's body). Content
 retention already deleted is not indexed.
@@ -109,7 +109,10 @@ def upgrade() -> None:
     )
     op.create_index("ix_search_documents_vector", "search_documents", ["vector"], unique=False,
                     postgresql_using="gin")
-    if op.get_bind().dialect.name != "postgresql":
+    if op.get_bind().dialect.name == "postgresql":
+        # The planner must know a rare word is rare (``search.tables.POSTGRESQL_STATISTICS``).
+        op.execute("ALTER TABLE search_documents ALTER COLUMN vector SET STATISTICS 1000")
+    else:
         for statement in SQLITE_FTS:
             op.execute(statement)
     _backfill()
