@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mailnode.notify import retention_io
+from mailnode.search import index as search_index
 from tests.corpus import corpus
 from tests.search.conftest import World, mail
 
@@ -189,6 +190,9 @@ def test_a_purged_message_leaves_the_index(world: World) -> None:
     report = retention_io.run_pass(world.node, world.node.clock.now()).sweeps[world.installed.org_id]
     assert report.purged == (gone,)
     assert world.found("zqxvirus") == [kept]
+    assert world.found("subject:lab") == [kept]
+    with world.node.begin() as conn:
+        assert not search_index.reindex(conn, gone)  # a later reindex does not bring it back
     assert world.found("subject:lab") == [kept]
 
 

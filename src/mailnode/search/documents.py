@@ -22,7 +22,7 @@ from typing import Any
 from mailnode import budgets
 
 #: A word: a run of letters and digits (``[^\W_]`` is ``\w`` without the underscore).
-_WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+")
 
 #: Mail classes whose sends have their body indexed: people's correspondence. Application mail
 #: (``realtime``, ``deferrable``) and the node's own (``system``) carry codes and one-time links a
@@ -68,7 +68,7 @@ class Document:
 def words(text: str) -> list[str]:
     """The words of ``text``: runs of letters and digits, lower-cased, in order (``"Alice <a@b.c>"`` ->
     ``["alice", "a", "b", "c"]``). Pure."""
-    return [w.lower() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
+    return [w.lower() for w in WORD.findall(unicodedata.normalize("NFC", text))]
 
 
 def index_text(text: str) -> str:

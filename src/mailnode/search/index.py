@@ -18,6 +18,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from mailnode.evidence import EvidenceStore
 from mailnode.mail.message_tables import messages
+from mailnode.notify.notice_tables import retained_content
 from mailnode.outbound.tables import send_manifests
 from mailnode.search.documents import Document, message_document, send_document
 from mailnode.search.tables import search_documents
@@ -67,20 +68,21 @@ def index_many(conn: Connection, documents: Sequence[Document]) -> None:
 def reindex(conn: Connection, source_id: str, *, extra_text: str | None = None,
             evidence: EvidenceStore | None = None, send_body: str | None = None) -> bool:
     """(Re)index the message (``msg_...``) or send (``snd_...``) ``source_id`` from its stored row; False
-    when there is no such row (nothing written). Two statements.
+    when there is no such row, or retention deleted its content (nothing written). Two statements.
 
     A message's body is its stored text body plus ``extra_text``. A send's body is ``send_body`` when
-    given, else its typed body read from ``evidence`` when given, else none (subject and addresses only).
+    given, else its typed body read from ``evidence`` when given (the store's ``E_EVIDENCE_MISSING`` when
+    the blob is gone), else none (subject and addresses only).
     """
-    if source_id.startswith("msg_"):
-        row = conn.execute(select(messages).where(messages.c.id == source_id)).first()
-        if row is None:
-            return False
+    table = messages if source_id.startswith("msg_") else send_manifests
+    rc = retained_content.c
+    purged = select(rc.source_id).where(rc.source_id == source_id, rc.purged_at.is_not(None)).exists()
+    row = conn.execute(select(table, purged.label("purged")).where(table.c.id == source_id)).first()
+    if row is None or row.purged:
+        return False
+    if table is messages:
         index(conn, message_document(row, extra_text=extra_text))
         return True
-    row = conn.execute(select(send_manifests).where(send_manifests.c.id == source_id)).first()
-    if row is None:
-        return False
     body = send_body
     if body is None and evidence is not None:
         body = evidence.get(row.body_typed_sha256).decode("utf-8")

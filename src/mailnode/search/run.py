@@ -34,7 +34,7 @@ from mailnode.ids import is_id
 from mailnode.mail.message_tables import cases
 from mailnode.mail.tables import mailboxes
 from mailnode.outbound.tables import send_manifests
-from mailnode.search.documents import _WORD
+from mailnode.search.documents import WORD
 from mailnode.search.query import CaseIs, Field, Phrase, SearchQuery
 from mailnode.search.tables import search_documents
 
@@ -86,7 +86,7 @@ def snippet(body: str, phrases: Sequence[Phrase], size: int = budgets.SEARCH_SNI
     wanted = {w for p in phrases for w in p.words}
     start = 0
     if wanted:
-        for m in _WORD.finditer(body):
+        for m in WORD.finditer(body):
             if m.group(0).lower() in wanted:
                 start = max(0, m.start() - size // 4)
                 break
