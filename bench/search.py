@@ -57,6 +57,7 @@ QUERIES = (
     ("word in ~0.3% of messages", "w3000"),
     ("common word in a 1% mailbox", "w1 mailbox:Small"),
     ("word absent from every message", "zqxnothing"),
+    ("filter matching nothing: is:automated", "is:automated"),
 )
 
 

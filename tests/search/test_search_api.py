@@ -87,7 +87,7 @@ def test_case_filters_read_the_case_as_it_is_now(world: World) -> None:
 
 
 def test_attachment_automated_mailbox_and_date_filters_combine(world: World) -> None:
-    sales = world.mailbox("Sales", "sales@example.test")
+    sales = world.mailbox("Vertrieb ÜBERSEE", "sales@example.test")
     plain = world.deliver(mail(subject="Quote", body="quote attached below"))
     attached = world.deliver((
         "From: carol@remote.test\r\nTo: support@example.test\r\nSubject: Quote PDF\r\n"
@@ -104,7 +104,7 @@ def test_attachment_automated_mailbox_and_date_filters_combine(world: World) -> 
     assert world.found("quote") == [to_sales, auto, attached, plain]
     assert world.found("quote has:attachment") == [attached]
     assert world.found("quote is:automated") == [auto]
-    assert world.found("quote mailbox:sales") == [to_sales]
+    assert world.found('quote mailbox:"vertrieb übersee"') == [to_sales]
     assert world.found(f"quote mailbox:{sales}") == [to_sales]
     assert world.found(f"mailbox:Support mailbox:{sales} has:attachment") == [attached]
     today = world.node.clock.now().date().isoformat()

@@ -107,17 +107,16 @@ def _unknown_mailbox(value: str) -> MailnodeError:
 
 def _mailboxes(conn: Connection, org_id: str, readable: set[str], wanted: Sequence[str]) -> set[str]:
     """The readable mailboxes ``mailbox:`` names (ids, or names case-insensitively); any of them matches."""
-    names = [w for w in wanted if not is_id(w, "mbx")]
     by_name: dict[str, set[str]] = {}
-    if names:
+    if any(not is_id(w, "mbx") for w in wanted):
+        # Names are compared here, case-folded, not in SQL: SQLite's lower() folds ASCII only.
         rows = conn.execute(select(mailboxes.c.id, mailboxes.c.name).where(
-            mailboxes.c.org_id == org_id, func.lower(mailboxes.c.name).in_([n.lower() for n in names]))).all()
+            mailboxes.c.org_id == org_id, mailboxes.c.id.in_(sorted(readable)))).all()
         for r in rows:
-            if r.id in readable:
-                by_name.setdefault(str(r.name).lower(), set()).add(r.id)
+            by_name.setdefault(str(r.name).casefold(), set()).add(r.id)
     out: set[str] = set()
     for w in wanted:
-        found = ({w} & readable) if is_id(w, "mbx") else by_name.get(w.lower(), set())
+        found = ({w} & readable) if is_id(w, "mbx") else by_name.get(w.casefold(), set())
         if not found:
             raise _unknown_mailbox(w)
         out |= found
