@@ -28,10 +28,10 @@ from typing import Any
 
 from sqlalchemy import create_engine, insert, text
 
+from mailnode.authz import grant
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
 from mailnode.directory.install import initialise
-from mailnode.authz import grant
 from mailnode.ids import new_id
 from mailnode.ingress.tables import ingress_receipts
 from mailnode.mail.mailboxes import create_mailbox

@@ -89,13 +89,13 @@ def test_case_filters_read_the_case_as_it_is_now(world: World) -> None:
 def test_attachment_automated_mailbox_and_date_filters_combine(world: World) -> None:
     sales = world.mailbox("Vertrieb ÜBERSEE", "sales@example.test")
     plain = world.deliver(mail(subject="Quote", body="quote attached below"))
-    attached = world.deliver((
-        "From: carol@remote.test\r\nTo: support@example.test\r\nSubject: Quote PDF\r\n"
-        "Message-ID: <att1@remote.test>\r\nMIME-Version: 1.0\r\n"
-        'Content-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n'
-        "quote attached\r\n--b\r\nContent-Type: application/pdf\r\n"
-        'Content-Disposition: attachment; filename="quote.pdf"\r\nContent-Transfer-Encoding: base64\r\n\r\n'
-        "JVBERi0xLjQK\r\n--b--\r\n").encode())
+    attached = world.deliver(
+        b"From: carol@remote.test\r\nTo: support@example.test\r\nSubject: Quote PDF\r\n"
+        b"Message-ID: <att1@remote.test>\r\nMIME-Version: 1.0\r\n"
+        b'Content-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n'
+        b"quote attached\r\n--b\r\nContent-Type: application/pdf\r\n"
+        b'Content-Disposition: attachment; filename="quote.pdf"\r\nContent-Transfer-Encoding: base64\r\n\r\n'
+        b"JVBERi0xLjQK\r\n--b--\r\n")
     auto = world.deliver(mail(subject="Out of office", body="quote later", extra="Auto-Submitted: auto-replied\r\n",
                               n=3))
     world.node.clock.advance(3 * DAY)
@@ -203,15 +203,13 @@ def test_a_search_costs_three_statements(world: World) -> None:
     from mailnode.search import run
     from mailnode.search.query import parse_query
 
-    with node.read() as conn:
-        with node.meter.measure(keep_sql=True) as m:
-            results, _ = run.search(conn, org_id=world.installed.org_id, principal_id=world.installed.user_id,
-                                    query=parse_query("budget from:alice is:open has:attachment is:automated"
-                                                      " after:2020-01-01 before:2100-01-01"), limit=10)
+    with node.read() as conn, node.meter.measure(keep_sql=True) as m:
+        results, _ = run.search(conn, org_id=world.installed.org_id, principal_id=world.installed.user_id,
+                                query=parse_query("budget from:alice is:open has:attachment is:automated"
+                                                  " after:2020-01-01 before:2100-01-01"), limit=10)
     # The readable mailboxes, then the page; no send on it, so no state read.
     assert results == [] and m.count == 2, m.statements
-    with node.read() as conn:
-        with node.meter.measure(keep_sql=True) as m:
-            results, _ = run.search(conn, org_id=world.installed.org_id, principal_id=world.installed.user_id,
-                                    query=parse_query("budget mailbox:Support"), limit=10)
+    with node.read() as conn, node.meter.measure(keep_sql=True) as m:
+        results, _ = run.search(conn, org_id=world.installed.org_id, principal_id=world.installed.user_id,
+                                query=parse_query("budget mailbox:Support"), limit=10)
     assert len(results) == 3 and m.count == 3, m.statements

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from enum import StrEnum
 
 from mailnode import budgets
@@ -173,7 +173,7 @@ def _date(t: _Token) -> datetime:
         raise _refuse("E_SEARCH_DATE_INVALID", f"{t.text[:100]!r} is not a date.",
                       f"{t.name}: takes a calendar day, YYYY-MM-DD or YYYY/MM/DD, read in UTC.",
                       f"Write it as {t.name}:2026-03-01.", t.text, t.position)
-    return datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def _vocabulary(t: _Token, allowed: tuple[str, ...]) -> str:

@@ -64,19 +64,19 @@ search_documents = Table(
 
 #: The SQLite full-text table and what keeps it in step (``0016_search`` holds a frozen copy).
 SQLITE_FTS = (
-    "CREATE VIRTUAL TABLE search_fts USING fts5(subject, sender, recipients, body, content='search_documents', "
-    "content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
-    "CREATE TRIGGER search_documents_ai AFTER INSERT ON search_documents BEGIN "
-    "INSERT INTO search_fts(rowid, subject, sender, recipients, body) "
-    "VALUES (new.id, new.subject, new.sender, new.recipients, new.body); END",
-    "CREATE TRIGGER search_documents_ad AFTER DELETE ON search_documents BEGIN "
-    "INSERT INTO search_fts(search_fts, rowid, subject, sender, recipients, body) "
-    "VALUES ('delete', old.id, old.subject, old.sender, old.recipients, old.body); END",
-    "CREATE TRIGGER search_documents_au AFTER UPDATE ON search_documents BEGIN "
-    "INSERT INTO search_fts(search_fts, rowid, subject, sender, recipients, body) "
-    "VALUES ('delete', old.id, old.subject, old.sender, old.recipients, old.body); "
-    "INSERT INTO search_fts(rowid, subject, sender, recipients, body) "
-    "VALUES (new.id, new.subject, new.sender, new.recipients, new.body); END",
+    ("CREATE VIRTUAL TABLE search_fts USING fts5(subject, sender, recipients, body, content='search_documents', "
+     "content_rowid='id', tokenize='unicode61 remove_diacritics 0')"),
+    ("CREATE TRIGGER search_documents_ai AFTER INSERT ON search_documents BEGIN "
+     "INSERT INTO search_fts(rowid, subject, sender, recipients, body) "
+     "VALUES (new.id, new.subject, new.sender, new.recipients, new.body); END"),
+    ("CREATE TRIGGER search_documents_ad AFTER DELETE ON search_documents BEGIN "
+     "INSERT INTO search_fts(search_fts, rowid, subject, sender, recipients, body) "
+     "VALUES ('delete', old.id, old.subject, old.sender, old.recipients, old.body); END"),
+    ("CREATE TRIGGER search_documents_au AFTER UPDATE ON search_documents BEGIN "
+     "INSERT INTO search_fts(search_fts, rowid, subject, sender, recipients, body) "
+     "VALUES ('delete', old.id, old.subject, old.sender, old.recipients, old.body); "
+     "INSERT INTO search_fts(rowid, subject, sender, recipients, body) "
+     "VALUES (new.id, new.subject, new.sender, new.recipients, new.body); END"),
 )
 #: Tables SQLite makes for ``search_fts``; not in the metadata, so the drift check leaves them out.
 SQLITE_FTS_TABLES = frozenset({"search_fts", "search_fts_data", "search_fts_idx", "search_fts_docsize",

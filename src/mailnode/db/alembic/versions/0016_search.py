@@ -31,19 +31,19 @@ depends_on = None
 
 #: Frozen copy of ``mailnode.search.tables.SQLITE_FTS`` as this revision creates it.
 SQLITE_FTS = (
-    "CREATE VIRTUAL TABLE search_fts USING fts5(subject, sender, recipients, body, content='search_documents', "
-    "content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
-    "CREATE TRIGGER search_documents_ai AFTER INSERT ON search_documents BEGIN "
-    "INSERT INTO search_fts(rowid, subject, sender, recipients, body) "
-    "VALUES (new.id, new.subject, new.sender, new.recipients, new.body); END",
-    "CREATE TRIGGER search_documents_ad AFTER DELETE ON search_documents BEGIN "
-    "INSERT INTO search_fts(search_fts, rowid, subject, sender, recipients, body) "
-    "VALUES ('delete', old.id, old.subject, old.sender, old.recipients, old.body); END",
-    "CREATE TRIGGER search_documents_au AFTER UPDATE ON search_documents BEGIN "
-    "INSERT INTO search_fts(search_fts, rowid, subject, sender, recipients, body) "
-    "VALUES ('delete', old.id, old.subject, old.sender, old.recipients, old.body); "
-    "INSERT INTO search_fts(rowid, subject, sender, recipients, body) "
-    "VALUES (new.id, new.subject, new.sender, new.recipients, new.body); END",
+    ("CREATE VIRTUAL TABLE search_fts USING fts5(subject, sender, recipients, body, content='search_documents', "
+     "content_rowid='id', tokenize='unicode61 remove_diacritics 0')"),
+    ("CREATE TRIGGER search_documents_ai AFTER INSERT ON search_documents BEGIN "
+     "INSERT INTO search_fts(rowid, subject, sender, recipients, body) "
+     "VALUES (new.id, new.subject, new.sender, new.recipients, new.body); END"),
+    ("CREATE TRIGGER search_documents_ad AFTER DELETE ON search_documents BEGIN "
+     "INSERT INTO search_fts(search_fts, rowid, subject, sender, recipients, body) "
+     "VALUES ('delete', old.id, old.subject, old.sender, old.recipients, old.body); END"),
+    ("CREATE TRIGGER search_documents_au AFTER UPDATE ON search_documents BEGIN "
+     "INSERT INTO search_fts(search_fts, rowid, subject, sender, recipients, body) "
+     "VALUES ('delete', old.id, old.subject, old.sender, old.recipients, old.body); "
+     "INSERT INTO search_fts(rowid, subject, sender, recipients, body) "
+     "VALUES (new.id, new.subject, new.sender, new.recipients, new.body); END"),
 )
 #: Rows read and written per backfill batch.
 BATCH = 1000
