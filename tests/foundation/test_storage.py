@@ -13,11 +13,12 @@ from mailnode import authz
 from mailnode.db import migrate
 from mailnode.db.schema import metadata
 from mailnode.directory.tables import organisations
+from mailnode.search.tables import include_name
 
 
 def test_migrations_and_tables_agree(node: Any) -> None:
     with node.engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"include_name": include_name}), metadata)
     assert diff == [], f"tables and migrations disagree; generate a revision: {diff}"
     assert migrate.current_revisions(node.engine) == migrate.head_revisions()
 

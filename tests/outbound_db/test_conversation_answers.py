@@ -108,6 +108,9 @@ def test_html_and_attachments_leave_as_multipart_and_are_bounded(
     item = got["conversation"]["thread"][0]["send"]
     assert item["body"] == {"text": "See attached.", "html": "<p>See <b>attached</b>.</p>"}
     assert [(a["filename"], a["size_bytes"]) for a in item["attachments"]] == [("Rechnung Müller.pdf", len(pdf))]
+    found = api.get("/api/search", params={"q": "has:attachment"},
+                    headers=H(installed.token)).json()["results"]
+    assert [(r["kind"], r["id"], r["attachments"]) for r in found] == [("send", sent["id"], 1)]
 
     from mailnode import budgets
 

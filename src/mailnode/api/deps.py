@@ -146,10 +146,15 @@ def _declared_query(route: APIRoute) -> frozenset[str]:
     return names
 
 
+#: What a refused ``q`` adds: lists do not search; the one search is ``GET /api/search`` (issue 15).
+_SEARCH_HINT = "; lists do not search: to search, use GET /api/search?q= (it takes mailbox:, is:open ...)"
+
+
 def refuse_unknown_query(request: Request) -> None:
     """Refuse a query parameter the matched route does not declare: 422 ``E_REQUEST_INVALID`` naming
     ``query.<name>`` and listing what the route takes. A typo (``?stat=open``) would otherwise be ignored
-    and answer an unfiltered list that looks filtered."""
+    and answer an unfiltered list that looks filtered. A ``q`` (the search parameter of other mail systems'
+    lists) is refused the same way, pointing to ``GET /api/search``."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
@@ -158,7 +163,8 @@ def refuse_unknown_query(request: Request) -> None:
     if unknown:
         takes = ", ".join(sorted(declared)) or "no query parameters"
         raise RequestValidationError([{"type": "value_error", "loc": ("query", k),
-                                       "msg": f"unknown query parameter; this route takes: {takes}",
+                                       "msg": f"unknown query parameter; this route takes: {takes}"
+                                              + (_SEARCH_HINT if k == "q" else ""),
                                        "input": request.query_params.get(k, "")[:100]} for k in unknown])
 
 

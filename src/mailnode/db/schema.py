@@ -18,5 +18,6 @@ from mailnode.mail import tables as _mail  # noqa: F401
 from mailnode.notify import tables as _notify_transactional  # noqa: F401
 from mailnode.notify import notice_tables as _notify  # noqa: F401
 from mailnode.outbound import tables as _outbound  # noqa: F401
+from mailnode.search import tables as _search  # noqa: F401
 
 __all__ = ["metadata"]

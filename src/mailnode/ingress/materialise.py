@@ -5,7 +5,8 @@ receipt whose materialisation raises or was attempted too often without finishin
 
 Idempotent: the receipt's ``materialised_at`` is set by a conditional update (``IS NULL``) in the same
 transaction as everything it creates, so materialising twice (a DBOS retry, the repair scan, ``ingest``
-racing ``serve``) changes nothing the second time. Never raises on the message's content: a message that
+racing ``serve``) changes nothing the second time. The message is indexed for search (``search.index``)
+in the same transaction. Never raises on the message's content: a message that
 does not parse is stored with its ``parse_error`` and raw bytes. An unreadable delivery report is kept
 as a message and logged with the stable token ``delivery_report.unreadable``.
 """
@@ -37,6 +38,7 @@ from mailnode.mail.threading import find_conversation, record_message_id, start_
 from mailnode.node import Node
 from mailnode.outbound import events
 from mailnode.outbound.tables import send_recipients
+from mailnode.search import index as search_index
 
 log = logging.getLogger("mailnode.ingress")
 
@@ -106,6 +108,8 @@ def materialise_receipt(node: Node, receipt_id: str) -> Materialised:
             if parsed.attachments.attachments:
                 conn.execute(message_attachments.insert(), attachment_rows(message_id, parsed.attachments))
             record_message_id(conn, receipt.org_id, parsed.message_id, conversation_id, message_id, now)
+            # Searchable from the moment it exists (issue 15); rolled back with it on a lost race.
+            search_index.reindex(conn, message_id)
             _file_report(conn, org_id=receipt.org_id, envelope_to=receipt.envelope_to, message_id=message_id,
                          report=report, now=now)
             done = conn.execute(update(ingress_receipts).where(ingress_receipts.c.id == receipt_id,

@@ -12,7 +12,7 @@ this module reads its facts, calls it, and writes what it returns.
   nothing any more.
 - What a purge deletes besides the blob is decided in ``notify.retention`` (its docstring): a message's
   derived content (``retention.MESSAGE_CLEARED``: headers, text body, parse diagnostics; and its
-  ``message_attachments`` rows) is cleared, and a
+  ``message_attachments`` rows) is cleared, its search document (``search.index.forget``) deleted, and a
   send that provably has not left (``retention.purge_ends_send``: ``held``, ``awaiting``, ``throttled``)
   is made terminal (``withheld/retention_deleted``, recipients that never left following, a pending
   approval of it settled ``cancelled``, ``send.withheld`` audited); an ``outcome_unknown`` send keeps its
@@ -71,6 +71,7 @@ from mailnode.notify import retention
 from mailnode.notify.notice_tables import holds, retained_content, retention_settings, sweep_cursors
 from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason
 from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.search import index as search_index
 
 #: Send states in which a send may still go (``retention.PENDING_SEND_STATES``; the notice sweeper reads
 #: this name for a notice's own undelivered send).
@@ -394,6 +395,8 @@ def _purge(conn: Connection, *, org_id: str, row: Any, send: Any, now: datetime,
                 return PurgeOutcome.RACED
         if row.kind == retention.ContentKind.INBOUND_RAW.value:
             _clear_message(conn, sid)
+        # The search index holds the words of the content: they go with it (issue 15).
+        search_index.forget(conn, [sid])
         audit.append(conn, org_id=org_id, at=now, action="retention.deleted", actor_id=None, subject=sid,
                      detail={"kind": row.kind, "reason": retention_reason, "created_at": row.created_at.isoformat()})
     return PurgeOutcome.WITHHELD if ends else PurgeOutcome.PURGED

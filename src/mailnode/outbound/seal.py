@@ -23,7 +23,7 @@ Order, each step refusing before anything is stored:
    required), the gates in their total order (``outbound.gates.decide``), then the conversation (the
    parent's, or a new one), the manifest (its id is the effect key; ``policy_outcome`` and
    ``policy_versions`` bound on it for the hand-over recheck), one recipient row per distinct address,
-   the Message-ID recorded for threading, ``send.sealed`` in the audit trail, and the retired draft when
+   the Message-ID recorded for threading, the search document (``search.index``), ``send.sealed`` in the audit trail, and the retired draft when
    sealing from one. In the same transaction: a send sealed ``awaiting/policy_approval_required`` gets its
    approval request (``approval.requested``), and one sealed ``awaiting/breaker_*`` its
    ``send.rate_limited`` (``at: seal``). A send sealed ``withheld`` writes no approval (spec/outbound.md
@@ -94,6 +94,8 @@ from mailnode.outbound.render import (
 )
 from mailnode.outbound.states import SendState, StateReason
 from mailnode.outbound.tables import drafts, send_manifests, send_recipients
+from mailnode.search import documents as search_documents
+from mailnode.search import index as search_index
 
 #: Recipient kinds in the order their first mention wins.
 KINDS: tuple[str, ...] = ("to", "cc", "bcc")
@@ -500,6 +502,11 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             for k, a in rows
         ])
         record_message_id(conn, org_id, message_id, conversation_id, send_id, now)
+        search_index.index(conn, search_documents.send_document(SimpleNamespace(
+            id=send_id, org_id=org_id, mailbox_id=request.mailbox_id, conversation_id=conversation_id,
+            sealed_at=now, subject=request.subject, envelope_from=f.sender, to_addresses=to, cc_addresses=cc,
+            bcc_addresses=bcc, mail_class=mail_class.value, auto_submitted=auto), request.body,
+            attachments=len(request.attachments)))
         if draft_id is not None:
             conn.execute(delete(drafts).where(drafts.c.id == draft_id, drafts.c.author_id == author_id))
         # A notice is the node's own words: the node (None) seals it; ``author_id`` only names its reader.

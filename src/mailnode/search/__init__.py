@@ -1,0 +1,1 @@
+"""Search over the mail a person may read: the query language, the index, and the search itself (issue 15)."""
