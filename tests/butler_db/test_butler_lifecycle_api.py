@@ -236,3 +236,19 @@ def test_a_publication_decided_on_stale_facts_is_refused_as_raced(api: Any, peop
                                     name="Quiet", publication=stale)
     assert raised.value.code == "E_BUTLER_PUBLISH_RACED" and raised.value.detail["version_id"] == live_id
     assert len(audit_of(api, people, "butler.published")) == 2
+
+
+def test_a_guard_with_an_unsupported_operator_is_neither_stored_nor_published(api: Any, people: People) -> None:
+    # Issue 17 item 8: "checks OK" used to accept &&; the Butler published and its first run failed.
+    bad = json.loads(program())
+    bad["entry"] = "g"
+    bad["nodes"] = [{"id": "g", "type": "guard", "when": "event.subject == 'a' && event.automated == false",
+                     "then": "done", "otherwise": None}, {"id": "done", "type": "stop", "reason": "end"}]
+    r = api.post("/api/butlers", json={"name": "Ands", "source": json.dumps(bad)}, headers=people.admin)
+    assert r.status_code == 422 and r.json()["error"] == "E_BUTLER_DOES_NOT_CHECK", r.text
+    [finding] = r.json()["detail"]["findings"]
+    assert (finding["code"], finding["node"]) == ("E_BUTLER_EXPR_OPERATOR_UNSUPPORTED", "g")
+    assert "&&" in finding["what"] and "chain guards" in finding["fix"]
+    made = _create(api, people, name="Ands")
+    r = api.put(f"/api/butlers/{made['id']}/draft", json={"source": json.dumps(bad)}, headers=people.admin)
+    assert r.status_code == 422 and r.json()["error"] == "E_BUTLER_DOES_NOT_CHECK", r.text

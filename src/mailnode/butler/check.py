@@ -22,8 +22,12 @@ Phases, in order; a phase that leaves nothing to read returns at once (marked *)
    (one per declared action nothing needs; only when every node was read);
 6. price: ``E_BUTLER_UNAFFORDABLE`` (over ``BUTLER_RUN_POT_STATEMENTS``), on an acyclic graph.
 
-Unreachable nodes are allowed. Expressions are not parsed here: they fault at run time
-(``mailnode.butler.expr``).
+Phase 3 also parses every expression (``expr.parse_predicate`` for ``guard.when`` and ``switch.on``,
+``expr.parse_value`` for every other expression field); one that cannot parse whatever the run's
+values is a finding with its ``E_BUTLER_EXPR_*`` code (an unsupported operator such as ``&&``, a
+function call, two operators, an unknown root, an unterminated ``${``). What depends on the values
+(a path that does not resolve, ``contains`` on the wrong types) still faults at run time. Unreachable
+nodes are allowed.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from mailnode import budgets
-from mailnode.butler import canonical, capability, cost, schema_subset
+from mailnode.butler import canonical, capability, cost, expr, schema_subset
 from mailnode.butler.ast import (
     LOOP_TYPES,
     NODE_MODELS,
@@ -52,6 +56,8 @@ from mailnode.butler.ast import (
 
 _CHECK = "mailnode butler check FILE"
 _DOCS = "docs/butlers.md"
+#: How much of an expression a finding quotes, in characters (a finding stays one readable line).
+_SHOWN_MAX = 120
 _RECIPIENT_KEYS = frozenset({"to", "cc", "bcc", "recipients", "recipient", "forwardTo", "replyTo", "from"})
 
 
@@ -391,7 +397,24 @@ def _classify(head: RawNode, item: dict[str, Any], run: _Run) -> Node | None:
                     "A keyword the validator does not enforce would pass everything while reading as a check.",
                     f"Use only the keywords listed in {_DOCS}#validate.")
     problems += _check_canonical(node.model_dump(mode="python", by_alias=True, exclude_none=True), "", node.id, run)
-    return None if problems else node
+    if problems:
+        return None
+    _check_expressions(node, run)
+    return node
+
+
+def _check_expressions(node: Node, run: _Run) -> None:
+    """Parse every expression of ``node``; each one that cannot parse is a finding with its ``E_BUTLER_EXPR_*``
+    code (seed 003: a program that checks has expressions that parse, so its first run cannot fail on one)."""
+    for param, text, predicate in node.expressions():
+        try:
+            (expr.parse_predicate if predicate else expr.parse_value)(text)
+        except expr.ExprError as exc:
+            shown = text if len(text) <= _SHOWN_MAX else text[:_SHOWN_MAX] + "..."
+            run.add(exc.code, node.id, f"{node.id}.{param} {shown!r}: {exc.what}", exc.why,
+                    f"Rewrite {node.id}.{param} in the language of {_DOCS}#expressions"
+                    + (": a guard or switch compares once, with ==, != or contains; chain guards for more."
+                       if predicate else ": literal text with ${path} where a value goes."))
 
 
 def _bounded(value: Any) -> bool:
