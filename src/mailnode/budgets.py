@@ -237,19 +237,26 @@ BUTLER_PRICE_CASE_ASSIGN_STATEMENTS = 8
 BUTLER_PRICE_CASE_CLOSE_STATEMENTS = 3
 BUTLER_PRICE_DRAFT_STATEMENTS = 10
 BUTLER_PRICE_SEND_PROPOSE_STATEMENTS = 20
-#: Runtime reservations, raised to at least what tests/butler_run/test_metering.py measures for each node as
-#: the engine performs it (the effect-row check, the sponsor's subjects, the people's function, the effect
-#: row and the spend): lookup 5, case.assign 12, case.close 11, draft 13, mail.send.propose 17. The send
-#: keeps the reference's 28 (its measured node was 23-25 there) for the policy facts the seal will read.
+#: Runtime reservations, at least what tests/butler_run/test_metering_worst_paths.py measures for each node
+#: type on its dearest path as the engine performs it (the effect-row check, the sponsor's subjects, the
+#: people's function, the effect row and the spend): lookup 5; case.assign 13 (a claim for a person, who
+#: must hold send.propose: one more read than for the Butler itself); case.close 11; draft 14 (a reply
+#: by a Butler without content read takes the trigger exemption, one more read), plus 1 for a re-run,
+#: which first looks for its own draft to resume: 15; mail.send.propose 20. The send keeps the
+#: reference's 28 (its measured node was 23-25 there) for the policy facts the seal will read.
 BUTLER_RESERVE_LOOKUP_STATEMENTS = 5
-BUTLER_RESERVE_CASE_ASSIGN_STATEMENTS = 12
+BUTLER_RESERVE_CASE_ASSIGN_STATEMENTS = 13
 BUTLER_RESERVE_CASE_CLOSE_STATEMENTS = 11
-BUTLER_RESERVE_DRAFT_STATEMENTS = 13
+BUTLER_RESERVE_DRAFT_STATEMENTS = 15
 BUTLER_RESERVE_SEND_PROPOSE_STATEMENTS = 28
 #: The engine's own statements per run around the walk: the load step, the per-invocation read and the
 #: close (reference: butler.run_cost_engine_fixed = 3; measured here by tests/butler_run/test_metering.py: 5,
 #: the load's read and spend, the invocation's two reads, the close).
 BUTLER_RUN_ENGINE_FIXED_STATEMENTS = 5
+#: The part of BUTLER_RUN_ENGINE_FIXED_STATEMENTS spent after the walk: the close (one UPDATE). Every
+#: effect's guard keeps it back, so a run that performs its last affordable effect can still close within
+#: its pot (issue 17 item 10: a pot of 17 let a draft-only run spend 19).
+BUTLER_RUN_CLOSE_STATEMENTS = 1
 #: Longest run id, characters: ``<btv id>-<msg id>`` is 61 (reference: workflow.instance_id_max_chars = 100).
 BUTLER_RUN_ID_MAX_CHARS = 100
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mailnode import budgets
+
 import copy
 import json
 from collections.abc import Callable
@@ -40,7 +42,7 @@ def program(*nodes: dict[str, Any], entry: str | None = None, **top: Any) -> dic
 
 def run_check(doc: Any) -> CheckResult:
     """Check a document given as data (serialised compactly)."""
-    return check(json.dumps(doc))
+    return check(json.dumps(doc), pot=budgets.BUTLER_RUN_POT_STATEMENTS)
 
 
 def codes(result: CheckResult) -> list[str]:

@@ -20,7 +20,8 @@ Phases, in order; a phase that leaves nothing to read returns at once (marked *)
 5. capabilities: ``E_BUTLER_CAPABILITY_RESOURCE_UNKNOWN`` (not ``mailbox:<address>``),
    ``E_BUTLER_CAPABILITY_NOT_DECLARED`` (one per distinct requirement), ``E_BUTLER_CAPABILITY_UNUSED``
    (one per declared action nothing needs; only when every node was read);
-6. price: ``E_BUTLER_UNAFFORDABLE`` (over ``BUTLER_RUN_POT_STATEMENTS``), on an acyclic graph.
+6. price: ``E_BUTLER_UNAFFORDABLE`` (over ``pot``, the configured ``Settings.butler_run_pot``, the same
+   figure the engine and the dry run meter against), on an acyclic graph.
 
 Phase 3 also parses every expression (``expr.parse_predicate`` for ``guard.when`` and ``switch.on``,
 ``expr.parse_value`` for every other expression field); one that cannot parse whatever the run's
@@ -123,8 +124,14 @@ class _Run:
         self.findings.append(Finding(code, node, what, why, fix))
 
 
-def check(source: str | bytes) -> CheckResult:
-    """Check a Butler source; see the module docstring for the phases and codes. Never raises."""
+def check(source: str | bytes, *, pot: int) -> CheckResult:
+    """Check a Butler source; see the module docstring for the phases and codes. Never raises.
+
+    ``pot`` is the per-run pot in SQL statements, ``Settings.butler_run_pot`` (default
+    ``budgets.BUTLER_RUN_POT_STATEMENTS``): the one figure publication prices against and the engine
+    and the dry run meter against, so a program the checker passes is not refused for its price at
+    run start.
+    """
     run = _Run()
     data = canonical.source_bytes(source)
     digest = None if data is None else canonical.sha256_hex(data)
@@ -168,7 +175,7 @@ def check(source: str | bytes) -> CheckResult:
     priced: cost.Price | None = None
     if not cyclic:
         priced = cost.price(list(nodes.values()))
-        _check_affordable(priced, run)
+        _check_affordable(priced, pot, run)
 
     if run.findings:
         return done()
@@ -529,23 +536,26 @@ def _check_capabilities(declared: list[Capability], nodes: dict[str, Node], comp
 # --- phase 6: price ---------------------------------------------------------------------------------
 
 
-def _check_affordable(priced: cost.Price, run: _Run) -> None:
-    pot = budgets.BUTLER_RUN_POT_STATEMENTS
+#: How a finding names the pot: the setting and its environment variable (docs/configuration.md).
+_POT = "The run pot (butler_run_pot, MAILNODE_BUTLER_RUN_POT)"
+
+
+def _check_affordable(priced: cost.Price, pot: int, run: _Run) -> None:
     if priced.total <= pot:
         return
     amount = f"at least {priced.total}" if priced.saturated else str(priced.total)
     loop = priced.dearest_loop
     if loop is None:
         run.add("E_BUTLER_UNAFFORDABLE", None,
-                f"BUTLER_RUN_POT_STATEMENTS is {pot}; this program is priced at {amount} statements.",
-                "The budget BUTLER_RUN_POT_STATEMENTS bounds the SQL statements one run may spend, so a run cannot die half-done.",
+                f"{_POT} is {pot}; this program is priced at {amount} statements.",
+                "The run pot bounds the SQL statements one run may spend, so a run cannot die half-done.",
                 "Take effect nodes out of the program, or split it into several Butlers.")
         return
     fit = cost.largest_fitting_max_items(priced, loop.id, pot)
     ask = (f"Lower {loop.id}.maxItems from {loop.max_items} to {fit} (the largest that fits), or move effects out of its body."
            if fit is not None else f"Move effects out of {loop.id}'s body: even maxItems 1 does not fit.")
     run.add("E_BUTLER_UNAFFORDABLE", loop.id,
-            f"BUTLER_RUN_POT_STATEMENTS is {pot}; this program is priced at {amount} statements, "
+            f"{_POT} is {pot}; this program is priced at {amount} statements, "
             f"{loop.total} of them in {loop.kind} {loop.id} ({loop.max_items} x {loop.per_item} per item).",
-            "The budget BUTLER_RUN_POT_STATEMENTS bounds the SQL statements one run may spend; a loop multiplies its body by maxItems.",
+            "The run pot bounds the SQL statements one run may spend; a loop multiplies its body by maxItems.",
             ask)

@@ -6,7 +6,7 @@ publication price (``PUBLICATION_PRICES``) and a runtime reservation (``RUNTIME_
 from ``budgets.py``; pure nodes cost 0. A loop multiplies its body by ``maxItems``; a node inside
 nested loops is multiplied by every enclosing bound. Sums and products saturate at
 ``JSON_SAFE_INTEGER_MAX`` (the price is then "at least" that). A program whose total exceeds the pot
-(``BUTLER_RUN_POT_STATEMENTS``) is refused by the checker with the dearest loop named and the
+(``Settings.butler_run_pot``, the checker's ``pot``) is refused by the checker with the dearest loop named and the
 largest ``maxItems`` that would fit (``largest_fitting_max_items``).
 
 ``price`` is pure and expects an acyclic graph of shipped nodes (the checker prices only such).
@@ -49,6 +49,17 @@ def _mul(a: int, b: int) -> int:
 
 def _add(a: int, b: int) -> int:
     return min(a + b, _CAP)
+
+
+def affordable(spent: int, node_type: str, pot: int) -> bool:
+    """The runtime guard before one effect, shared by the engine and the dry run (seed 003 "The budget").
+
+    ``spent`` is every statement the run has spent or is known to spend before this effect (the live
+    engine: stored spend + this invocation's unstored and fresh statements; the dry run: the engine's
+    fixed cost before the walk + the reservations so far). True when the node type's reservation and
+    the close (``BUTLER_RUN_CLOSE_STATEMENTS``) still fit in ``pot``, so a run never spends past it.
+    """
+    return spent + RUNTIME_RESERVATIONS[node_type] + budgets.BUTLER_RUN_CLOSE_STATEMENTS <= pot
 
 
 def node_price(node_type: str) -> int:
@@ -195,7 +206,7 @@ def _product_except(loop_ids: list[str], skip: str, bound: dict[str, int]) -> in
     return out
 
 
-def largest_fitting_max_items(p: Price, loop_id: str, pot: int = budgets.BUTLER_RUN_POT_STATEMENTS) -> int | None:
+def largest_fitting_max_items(p: Price, loop_id: str, pot: int) -> int | None:
     """The largest ``maxItems`` for ``loop_id`` that brings the whole program within ``pot``.
 
     The total is linear in one loop's bound: ``total(m) = (total - loop.total) + m * loop.per_item``.

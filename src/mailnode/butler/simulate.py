@@ -29,7 +29,7 @@ from sqlalchemy import Connection, select
 from mailnode import budgets
 from mailnode.authz import METADATA_READERS, holds, is_admin
 from mailnode.butler import effects as live_effects
-from mailnode.butler import pause
+from mailnode.butler import cost, pause
 from mailnode.butler.authority import Ceiling, Principal, effective_on_mailbox
 from mailnode.butler.check import check
 from mailnode.butler.cost import RUNTIME_RESERVATIONS
@@ -78,9 +78,10 @@ class DryEffects:
     waits: list[dict[str, Any]] = field(default_factory=list)
 
     def affordable(self, call: EffectCall) -> bool:
-        """The walk's own arithmetic: the engine's fixed cost, the reservations so far and this one, in the pot."""
-        need = RUNTIME_RESERVATIONS[call.node_type]
-        return budgets.BUTLER_RUN_ENGINE_FIXED_STATEMENTS + self.reserved + need <= self.pot
+        """The engine's guard (``cost.affordable``) over the engine's statements before the walk and the
+        reservations so far."""
+        before_walk = budgets.BUTLER_RUN_ENGINE_FIXED_STATEMENTS - budgets.BUTLER_RUN_CLOSE_STATEMENTS
+        return cost.affordable(before_walk + self.reserved, call.node_type, self.pot)
 
     async def perform(self, call: EffectCall) -> EffectResult:
         """Really perform what only reads; report what would write (see the module docstring)."""
@@ -220,7 +221,7 @@ async def simulate(conn: Connection, *, org_id: str, principal_id: str, butler_i
         "butler_id": butler_id, "version_id": prog.id, "version_state": prog.state, "run_id": run_id,
         "paused": prog.pause_id, "limits": list(LIMITS), "waits": [], "nodes": [],
         "trigger_facts_redacted": None if may_read else disclose(facts, False)[1]}
-    checked = check(prog.ast_json)
+    checked = check(prog.ast_json, pot=pot)
     report["checks"] = checked.ok
     report["findings"] = [f.render() for f in checked.findings]
     if not checked.ok or checked.ast is None or checked.price is None:
