@@ -199,6 +199,11 @@ BUTLER_SOURCE_MAX_BYTES = 1_000_000
 #: row bound (d1.max_row_bytes, 2,000,000); the canonical form can outgrow its source (``9e15`` is
 #: written out as sixteen digits), so this is checked after canonicalisation, before the row is written.
 BUTLER_VERSION_MAX_BYTES = 2 * BUTLER_SOURCE_MAX_BYTES
+#: How many bytes of stored programs (their canonical ``ast_json``) the in-process memory of checked
+#: versions holds, least recently used first out (``check.check_stored``). Sized: 8 programs at the
+#: source cap, or thousands of typical ones (the docs' examples are 0.6-1.2 KB), in a few tens of MB
+#: of parsed documents; a version pushed out is simply checked again at its next run.
+BUTLER_CHECKED_CACHE_MAX_BYTES = 8 * BUTLER_SOURCE_MAX_BYTES
 #: Longest Butler name, in characters. Sized: a name is a label shown in lists and audit entries.
 BUTLER_NAME_MAX_CHARS = 200
 #: How long ``mailnode butler create|draft|publish|list`` wait for the node's answer. Sized: the slowest

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from mailnode import budgets
-
 import copy
 import json
 from collections.abc import Callable
@@ -11,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mailnode import budgets
 from mailnode.butler.check import CheckResult, check
 
 BASE: dict[str, Any] = {

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from mailnode import budgets
-
 import json
 
 import pytest
 
+from mailnode import budgets
 from mailnode.butler.canonical import NotCanonical, canonical_json, non_canonical_values, source_sha256
 from mailnode.butler.check import check
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from mailnode import budgets
-
 import copy
 import json
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mailnode import budgets
 from mailnode.butler.check import check
 
 from .conftest import BASE, CONTENT_CAP, SEND_CAP

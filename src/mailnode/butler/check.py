@@ -34,9 +34,13 @@ nodes are allowed.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -191,6 +195,63 @@ def check(source: str | bytes, *, pot: int) -> CheckResult:
         ast_sha256=canonical.sha256_hex(ast_json),
         source_sha256=digest,
     )
+
+
+# --- stored versions: checked once per (digest, checker code, pot) ----------------------------------
+
+#: The modules whose code decides what ``check`` answers. Their bytes make ``CHECKER_VERSION``.
+_DECIDING_MODULES = ("check.py", "ast.py", "cost.py", "expr.py", "schema_subset.py", "canonical.py",
+                     "capability.py")
+
+
+def _checker_version() -> str:
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in (*_DECIDING_MODULES, "../budgets.py"):
+        digest.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+#: A digest of this checker's code (and of ``budgets.py``, whose caps and prices it applies): a version
+#: remembered as checked by other code is checked again.
+CHECKER_VERSION = _checker_version()
+
+_checked: OrderedDict[tuple[str, str, int], tuple[int, CheckResult]] = OrderedDict()
+_checked_bytes = 0
+_checked_lock = threading.Lock()
+
+
+def check_stored(ast_json: str | bytes, *, pot: int) -> CheckResult:
+    """``check(ast_json, pot=pot)`` for a stored version, remembered in this process.
+
+    The key is ``(sha256 of ast_json as given, CHECKER_VERSION, pot)``: the same bytes checked by the
+    same code against the same pot give the same answer, so a run start, a dry run or doctor over a
+    version already checked skips the checker (issue 17 item 9: a deep program cost ~70 s at every
+    delivery). Bounded by ``BUTLER_CHECKED_CACHE_MAX_BYTES`` of ``ast_json``, least recently used out.
+    Never raises (as ``check``).
+    """
+    global _checked_bytes
+    data = canonical.source_bytes(ast_json)
+    if data is None:
+        return check(ast_json, pot=pot)
+    key = (canonical.sha256_hex(data), CHECKER_VERSION, pot)
+    with _checked_lock:
+        found = _checked.get(key)
+        if found is not None:
+            _checked.move_to_end(key)
+            return found[1]
+    result = check(ast_json, pot=pot)
+    size = len(data)
+    if size > budgets.BUTLER_CHECKED_CACHE_MAX_BYTES:
+        return result
+    with _checked_lock:
+        if key not in _checked:
+            _checked[key] = (size, result)
+            _checked_bytes += size
+        while _checked_bytes > budgets.BUTLER_CHECKED_CACHE_MAX_BYTES:
+            _, (dropped, _) = _checked.popitem(last=False)
+            _checked_bytes -= dropped
+    return result
 
 
 # --- phase 1: source --------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ id. In order:
    ``refused/butler_paused`` (``record.abandon``: no counts are stated, the effect rows say what it did);
 3. refusals before any effect: ``version_not_published``, ``sponsor_unknown``, ``ast_not_json``,
    ``ast_does_not_check`` (the stored program is checked again: a hand-edited row with a reserved node,
-   a cycle or a dangling edge never reaches the walk), ``unaffordable_with_engine`` (the checker's
+   a cycle or a dangling edge never reaches the walk; ``check.check_stored`` remembers a version whose
+   exact bytes this checker code already checked against this pot, so a delivery does not re-check it), ``unaffordable_with_engine`` (the checker's
    price plus ``BUTLER_RUN_ENGINE_FIXED_STATEMENTS`` over the pot, ``Settings.butler_run_pot``);
 4. the walk (``walk.walk``) with ``LiveEffects``: each effect node is one durable step named
    ``<node id>#<visit>``, a ``wait`` is ``DBOS.sleep_async``, a Butler's send parks on
@@ -56,12 +57,11 @@ from typing import Any
 from dbos import DBOS
 
 from mailnode import budgets, runtime
-from mailnode.butler import cost
+from mailnode.butler import cost, record
 from mailnode.butler import effects as live
-from mailnode.butler import record
 from mailnode.butler.ast import ButlerDocument
 from mailnode.butler.authority import Ceiling, Principal
-from mailnode.butler.check import check
+from mailnode.butler.check import check_stored
 from mailnode.butler.run_tables import TERMINAL_STATES
 from mailnode.butler.walk import EffectCall, EffectResult, WalkResult, initial_state, walk
 
@@ -212,7 +212,7 @@ def _refusal(loaded: dict[str, Any], pot: int) -> tuple[str, str] | tuple[None, 
         return "version_not_published", f"version {loaded['version_id']} is {loaded['version_state']}"
     if not loaded["published_by"]:
         return "sponsor_unknown", f"version {loaded['version_id']} has no publisher"
-    checked = check(loaded["ast_json"], pot=pot)
+    checked = check_stored(loaded["ast_json"], pot=pot)
     if not checked.ok or checked.ast is None or checked.price is None:
         codes = [f.code for f in checked.findings]
         reason = "ast_not_json" if "E_BUTLER_SOURCE_NOT_JSON" in codes else "ast_does_not_check"

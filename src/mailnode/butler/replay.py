@@ -39,7 +39,7 @@ from sqlalchemy import Connection, func, select
 from mailnode import audit, budgets, runtime
 from mailnode.authz import METADATA_READERS, holds, is_admin
 from mailnode.butler import pause, record
-from mailnode.butler.check import check
+from mailnode.butler.check import check_stored
 from mailnode.butler.run_tables import butler_pauses, butler_run_effects, butler_runs
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_found
@@ -136,7 +136,7 @@ def _source(conn: Connection, org_id: str, principal_id: str, run_id: str) -> An
 def program_json(version_id: str, state: str, ast_json: str, pot: int) -> dict[str, Any]:
     """A stored program as inspect shows it: its trigger, entry and nodes, and whether it still checks
     against ``pot`` (``Settings.butler_run_pot``)."""
-    checked = check(ast_json, pot=pot)
+    checked = check_stored(ast_json, pot=pot)
     try:
         doc = json.loads(ast_json)
     except ValueError:
@@ -168,7 +168,7 @@ def availability(row: Any, pot: int) -> ReRunAvailability:
         return ReRunAvailability(False, "input_not_recorded")
     if row.live_id is None:
         return ReRunAvailability(False, "version_not_published")
-    if not check(row.live_ast_json, pot=pot).ok:
+    if not check_stored(row.live_ast_json, pot=pot).ok:
         return ReRunAvailability(False, "program_does_not_check")
     if row.pause_id is not None:
         return ReRunAvailability(False, "butler_paused")

@@ -28,10 +28,10 @@ from sqlalchemy import Connection, select
 
 from mailnode import budgets
 from mailnode.authz import METADATA_READERS, holds, is_admin
-from mailnode.butler import effects as live_effects
 from mailnode.butler import cost, pause
+from mailnode.butler import effects as live_effects
 from mailnode.butler.authority import Ceiling, Principal, effective_on_mailbox
-from mailnode.butler.check import check
+from mailnode.butler.check import check_stored
 from mailnode.butler.cost import RUNTIME_RESERVATIONS
 from mailnode.butler.lifecycle import no_such_butler
 from mailnode.butler.replay import disclose
@@ -221,7 +221,7 @@ async def simulate(conn: Connection, *, org_id: str, principal_id: str, butler_i
         "butler_id": butler_id, "version_id": prog.id, "version_state": prog.state, "run_id": run_id,
         "paused": prog.pause_id, "limits": list(LIMITS), "waits": [], "nodes": [],
         "trigger_facts_redacted": None if may_read else disclose(facts, False)[1]}
-    checked = check(prog.ast_json, pot=pot)
+    checked = check_stored(prog.ast_json, pot=pot)
     report["checks"] = checked.ok
     report["findings"] = [f.render() for f in checked.findings]
     if not checked.ok or checked.ast is None or checked.price is None:

@@ -30,7 +30,7 @@ from sqlalchemy import exists, func, select
 
 from mailnode import budgets, runtime
 from mailnode.butler import pause, stuck
-from mailnode.butler.check import check
+from mailnode.butler.check import check_stored
 from mailnode.butler.run_tables import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.butler.trigger import listening_on
@@ -84,7 +84,7 @@ def _silence(conn: Any, org_id: str, pot: int) -> list[dict[str, Any]]:
         address = listening_on(row.ast_json)
         item: dict[str, Any] = {"butler_id": row.butler_id, "name": row.name, "version_id": row.id,
                                 "published_at": row.published_at.isoformat(), "address": address}
-        if address is None or not check(row.ast_json, pot=pot).ok:
+        if address is None or not check_stored(row.ast_json, pot=pot).ok:
             item.update(parses=address is not None, checks=False, arrived=None, runs=None)
             out.append(item)
             continue
@@ -165,7 +165,7 @@ def _live_runs(conn: Any, org_id: str, pot: int) -> list[stuck.RunFacts]:
     bounds: dict[str, int | None] = {}
     for row in rows:
         if row.version_id not in bounds:
-            checked = check(row.ast_json, pot=pot)
+            checked = check_stored(row.ast_json, pot=pot)
             bounds[row.version_id] = (stuck.wait_bound_seconds(checked.ast.nodes)
                                       if checked.ok and checked.ast is not None else None)
     return [stuck.RunFacts(row.id, row.butler_id, row.state, row.state_at, bounds[row.version_id]) for row in rows]
