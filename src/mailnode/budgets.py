@@ -242,17 +242,23 @@ BUTLER_PRICE_CASE_ASSIGN_STATEMENTS = 8
 BUTLER_PRICE_CASE_CLOSE_STATEMENTS = 3
 BUTLER_PRICE_DRAFT_STATEMENTS = 10
 BUTLER_PRICE_SEND_PROPOSE_STATEMENTS = 20
+#: What one lost race of ``audit.append`` for the next sequence number costs: the tip read and the insert
+#: again (measured on PostgreSQL: a draft took 16 statements instead of 14 when another writer audited in
+#: between). Every effect that audits reserves one such retry; further retries (up to AUDIT_APPEND_ATTEMPTS)
+#: need sustained contention on one organisation's audit chain.
+BUTLER_RESERVE_AUDIT_RACE_STATEMENTS = 2
 #: Runtime reservations, at least what tests/butler_run/test_metering_worst_paths.py measures for each node
 #: type on its dearest path as the engine performs it (the effect-row check, the sponsor's subjects, the
-#: people's function, the effect row and the spend): lookup 5; case.assign 13 (a claim for a person, who
-#: must hold send.propose: one more read than for the Butler itself); case.close 11; draft 14 (a reply
-#: by a Butler without content read takes the trigger exemption, one more read), plus 1 for a re-run,
-#: which first looks for its own draft to resume: 15; mail.send.propose 20. The send keeps the
-#: reference's 28 (its measured node was 23-25 there) for the policy facts the seal will read.
+#: people's function, the effect row and the spend): lookup 5 (no audit); case.assign 13 (a claim for a
+#: person, who must hold send.propose: one more read than for the Butler itself) + one audit race;
+#: case.close 11 + one audit race; draft 14 (a reply by a Butler without content read takes the trigger
+#: exemption, one more read), + 1 for a re-run, which first looks for its own draft to resume, + one audit
+#: race; mail.send.propose 20. The send keeps the reference's 28 (its measured node was 23-25 there) for
+#: the policy facts the seal will read and its audit races.
 BUTLER_RESERVE_LOOKUP_STATEMENTS = 5
-BUTLER_RESERVE_CASE_ASSIGN_STATEMENTS = 13
-BUTLER_RESERVE_CASE_CLOSE_STATEMENTS = 11
-BUTLER_RESERVE_DRAFT_STATEMENTS = 15
+BUTLER_RESERVE_CASE_ASSIGN_STATEMENTS = 13 + BUTLER_RESERVE_AUDIT_RACE_STATEMENTS
+BUTLER_RESERVE_CASE_CLOSE_STATEMENTS = 11 + BUTLER_RESERVE_AUDIT_RACE_STATEMENTS
+BUTLER_RESERVE_DRAFT_STATEMENTS = 15 + BUTLER_RESERVE_AUDIT_RACE_STATEMENTS
 BUTLER_RESERVE_SEND_PROPOSE_STATEMENTS = 28
 #: The engine's own statements per run around the walk: the load step, the per-invocation read and the
 #: close (reference: butler.run_cost_engine_fixed = 3; measured here by tests/butler_run/test_metering.py: 5,
