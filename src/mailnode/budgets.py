@@ -331,6 +331,11 @@ BUTLER_SOURCE_MAX_BYTES = 1_000_000
 #: row bound (d1.max_row_bytes, 2,000,000); the canonical form can outgrow its source (``9e15`` is
 #: written out as sixteen digits), so this is checked after canonicalisation, before the row is written.
 BUTLER_VERSION_MAX_BYTES = 2 * BUTLER_SOURCE_MAX_BYTES
+#: How many bytes of stored programs (their canonical ``ast_json``) the in-process memory of checked
+#: versions holds, least recently used first out (``check.check_stored``). Sized: 8 programs at the
+#: source cap, or thousands of typical ones (the docs' examples are 0.6-1.2 KB), in a few tens of MB
+#: of parsed documents; a version pushed out is simply checked again at its next run.
+BUTLER_CHECKED_CACHE_MAX_BYTES = 8 * BUTLER_SOURCE_MAX_BYTES
 #: Longest Butler name, in characters. Sized: a name is a label shown in lists and audit entries.
 BUTLER_NAME_MAX_CHARS = 200
 #: How long ``mailnode butler create|draft|publish|list`` wait for the node's answer. Sized: the slowest
@@ -369,19 +374,32 @@ BUTLER_PRICE_CASE_ASSIGN_STATEMENTS = 8
 BUTLER_PRICE_CASE_CLOSE_STATEMENTS = 3
 BUTLER_PRICE_DRAFT_STATEMENTS = 10
 BUTLER_PRICE_SEND_PROPOSE_STATEMENTS = 20
-#: Runtime reservations, raised to at least what tests/butler_run/test_metering.py measures for each node as
-#: the engine performs it (the effect-row check, the sponsor's subjects, the people's function, the effect
-#: row and the spend): lookup 5, case.assign 12, case.close 11, draft 13, mail.send.propose 17. The send
-#: keeps the reference's 28 (its measured node was 23-25 there) for the policy facts the seal will read.
+#: What one lost race of ``audit.append`` for the next sequence number costs: the tip read and the insert
+#: again (measured on PostgreSQL: a draft took 16 statements instead of 14 when another writer audited in
+#: between). Every effect that audits reserves one such retry; further retries (up to AUDIT_APPEND_ATTEMPTS)
+#: need sustained contention on one organisation's audit chain.
+BUTLER_RESERVE_AUDIT_RACE_STATEMENTS = 2
+#: Runtime reservations, at least what tests/butler_run/test_metering_worst_paths.py measures for each node
+#: type on its dearest path as the engine performs it (the effect-row check, the sponsor's subjects, the
+#: people's function, the effect row and the spend): lookup 5 (no audit); case.assign 13 (a claim for a
+#: person, who must hold send.propose: one more read than for the Butler itself) + one audit race;
+#: case.close 11 + one audit race; draft 14 (a reply by a Butler without content read takes the trigger
+#: exemption, one more read), + 1 for a re-run, which first looks for its own draft to resume, + one audit
+#: race; mail.send.propose 20. The send keeps the reference's 28 (its measured node was 23-25 there) for
+#: the policy facts the seal will read and its audit races.
 BUTLER_RESERVE_LOOKUP_STATEMENTS = 5
-BUTLER_RESERVE_CASE_ASSIGN_STATEMENTS = 12
-BUTLER_RESERVE_CASE_CLOSE_STATEMENTS = 11
-BUTLER_RESERVE_DRAFT_STATEMENTS = 13
+BUTLER_RESERVE_CASE_ASSIGN_STATEMENTS = 13 + BUTLER_RESERVE_AUDIT_RACE_STATEMENTS
+BUTLER_RESERVE_CASE_CLOSE_STATEMENTS = 11 + BUTLER_RESERVE_AUDIT_RACE_STATEMENTS
+BUTLER_RESERVE_DRAFT_STATEMENTS = 15 + BUTLER_RESERVE_AUDIT_RACE_STATEMENTS
 BUTLER_RESERVE_SEND_PROPOSE_STATEMENTS = 28
 #: The engine's own statements per run around the walk: the load step, the per-invocation read and the
 #: close (reference: butler.run_cost_engine_fixed = 3; measured here by tests/butler_run/test_metering.py: 5,
 #: the load's read and spend, the invocation's two reads, the close).
 BUTLER_RUN_ENGINE_FIXED_STATEMENTS = 5
+#: The part of BUTLER_RUN_ENGINE_FIXED_STATEMENTS spent after the walk: the close (one UPDATE). Every
+#: effect's guard keeps it back, so a run that performs its last affordable effect can still close within
+#: its pot (issue 17 item 10: a pot of 17 let a draft-only run spend 19).
+BUTLER_RUN_CLOSE_STATEMENTS = 1
 #: Longest run id, characters: ``<btv id>-<msg id>`` is 61 (reference: workflow.instance_id_max_chars = 100).
 BUTLER_RUN_ID_MAX_CHARS = 100
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mailnode import budgets
 from mailnode.butler.check import CheckResult, check
 
 BASE: dict[str, Any] = {
@@ -40,7 +41,7 @@ def program(*nodes: dict[str, Any], entry: str | None = None, **top: Any) -> dic
 
 def run_check(doc: Any) -> CheckResult:
     """Check a document given as data (serialised compactly)."""
-    return check(json.dumps(doc))
+    return check(json.dumps(doc), pot=budgets.BUTLER_RUN_POT_STATEMENTS)
 
 
 def codes(result: CheckResult) -> list[str]:

@@ -28,14 +28,14 @@ def test_the_smallest_program_checks_clean() -> None:
 
 @pytest.mark.parametrize("source", ["{", "", "nope", b"\xff\xfe{}", "\ud800", '{"a": 1} trailing', "1" * 5000])
 def test_non_json_is_refused(source: str | bytes) -> None:
-    result = check(source)
+    result = check(source, pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert codes(result) == ["E_BUTLER_SOURCE_NOT_JSON"]
     assert not result.ok
 
 
 def test_a_source_over_the_size_budget_names_the_budget_its_limit_and_the_ask() -> None:
     source = b" " * budgets.BUTLER_SOURCE_MAX_BYTES + json.dumps(BASE).encode()
-    result = check(source)
+    result = check(source, pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert codes(result) == ["E_BUTLER_SOURCE_TOO_LARGE"]
     finding = result.findings[0]
     assert "BUTLER_SOURCE_MAX_BYTES" in finding.what and str(budgets.BUTLER_SOURCE_MAX_BYTES) in finding.what
@@ -45,19 +45,19 @@ def test_a_source_over_the_size_budget_names_the_budget_its_limit_and_the_ask() 
 def test_a_source_at_the_size_budget_is_read() -> None:
     body = json.dumps(BASE).encode()
     source = body + b" " * (budgets.BUTLER_SOURCE_MAX_BYTES - len(body))
-    assert check(source).ok
+    assert check(source, pot=budgets.BUTLER_RUN_POT_STATEMENTS).ok
 
 
 @pytest.mark.parametrize("depth", [budgets.BUTLER_SOURCE_MAX_DEPTH + 1, 100_000])
 def test_nesting_beyond_the_depth_budget_is_a_finding(depth: int) -> None:
-    result = check("[" * depth + "]" * depth)
+    result = check("[" * depth + "]" * depth, pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert codes(result) == ["E_BUTLER_SOURCE_TOO_DEEP"]
     assert str(budgets.BUTLER_SOURCE_MAX_DEPTH) in result.findings[0].what
 
 
 def test_a_repeated_key_is_a_finding() -> None:
     text = json.dumps(program()).replace('"entry": "done"', '"entry": "done", "entry": "done"')
-    assert codes(check(text)) == ["E_BUTLER_DUPLICATE_KEY"]
+    assert codes(check(text, pot=budgets.BUTLER_RUN_POT_STATEMENTS)) == ["E_BUTLER_DUPLICATE_KEY"]
 
 
 # --- envelope ---------------------------------------------------------------------------------------
@@ -220,21 +220,21 @@ def test_a_validate_schema_outside_the_subset_is_refused_at_check_time() -> None
 def test_numbers_without_a_canonical_form_are_findings(value: str) -> None:
     node = {"id": "v", "type": "validate", "value": "${event.n}", "schema": {"const": 0}}
     text = json.dumps(program(node)).replace('"const": 0', f'"const": {value}')
-    result = check(text)
+    result = check(text, pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert codes(result) == ["E_BUTLER_NOT_CANONICAL"]
     assert result.findings[0].node == "v" and "/schema/const" in result.findings[0].what
 
 
 def test_a_lone_surrogate_in_a_schema_is_not_canonical() -> None:
     node = {"id": "v", "type": "validate", "value": "${event.n}", "schema": {"const": "x"}}
-    result = check(json.dumps(program(node)).replace('"const": "x"', '"const": "\\ud800"'))
+    result = check(json.dumps(program(node)).replace('"const": "x"', '"const": "\\ud800"'), pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert codes(result) == ["E_BUTLER_NOT_CANONICAL"]
     assert "surrogate" in result.findings[0].what
 
 
 def test_a_lone_surrogate_in_a_string_parameter_is_malformed() -> None:
     text = json.dumps(program()).replace('"smallest"', '"small\\ud800est"')
-    assert codes(check(text)) == ["E_BUTLER_MALFORMED"]
+    assert codes(check(text, pot=budgets.BUTLER_RUN_POT_STATEMENTS)) == ["E_BUTLER_MALFORMED"]
 
 
 # --- graph ------------------------------------------------------------------------------------------
@@ -347,7 +347,7 @@ def test_an_unaffordable_program_names_the_dearest_loop_and_the_bound_that_fits(
     result = run_check(program(_loop(501), send, capabilities=[SEND_CAP]))
     assert codes(result) == ["E_BUTLER_UNAFFORDABLE"]
     finding = result.findings[0]
-    assert finding.node == "each" and "10020" in finding.what and "BUTLER_RUN_POT_STATEMENTS" in finding.what
+    assert finding.node == "each" and "10020" in finding.what and "butler_run_pot" in finding.what
     assert "to 500" in finding.fix
 
 

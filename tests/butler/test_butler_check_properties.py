@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mailnode import budgets
 from mailnode.butler.check import check
 
 from .conftest import BASE, CONTENT_CAP, SEND_CAP
@@ -34,7 +35,7 @@ FULL["nodes"] = [
 
 
 def _assert_shape(source: str | bytes) -> None:
-    result = check(source)
+    result = check(source, pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert result.ok == (not result.findings)
     assert result.ok == (result.ast is not None)
     for finding in result.findings:
@@ -42,7 +43,7 @@ def _assert_shape(source: str | bytes) -> None:
 
 
 def test_the_base_documents_are_clean() -> None:
-    assert check(json.dumps(FULL)).ok and check(json.dumps(BASE)).ok
+    assert check(json.dumps(FULL), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ok and check(json.dumps(BASE), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ok
 
 
 @settings(max_examples=300)

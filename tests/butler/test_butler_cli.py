@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from mailnode.butler.cli import butler_app
 
-from .conftest import program
+from .conftest import SEND_CAP, program
 
 runner = CliRunner()
 
@@ -58,3 +58,13 @@ def test_the_cli_imports_neither_dbos_nor_the_database() -> None:
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_check_prices_against_the_pot_the_node_is_configured_with(tmp_path: Path) -> None:
+    # Issue 17 item 10: one pot. The offline check reads MAILNODE_BUTLER_RUN_POT as the node does.
+    draft = {"id": "d", "type": "draft", "mailboxId": "${event.mailbox_id}", "subject": "s", "body": "b", "as": "x"}
+    path = tmp_path / "draft.json"
+    path.write_text(json.dumps(program(draft, capabilities=[SEND_CAP])))
+    assert runner.invoke(butler_app, ["check", str(path)], env={"MAILNODE_BUTLER_RUN_POT": "10000"}).exit_code == 0
+    small = runner.invoke(butler_app, ["check", str(path)], env={"MAILNODE_BUTLER_RUN_POT": "9"})
+    assert small.exit_code == 1 and "E_BUTLER_UNAFFORDABLE" in small.output and " is 9;" in small.output

@@ -63,7 +63,7 @@ def test_the_worked_example_prices_and_suggests_the_bound() -> None:
     (each,) = p.loops
     assert (each.id, each.max_items, each.per_item, each.total, each.nested, each.dearest) == (
         "each", 499, SEND, 499 * SEND, False, "again")
-    assert largest_fitting_max_items(p, "each") == (POT - 38) // SEND == 498
+    assert largest_fitting_max_items(p, "each", POT) == (POT - 38) // SEND == 498
 
 
 def test_the_checker_refuses_the_worked_example_with_that_bound() -> None:
@@ -90,7 +90,7 @@ def test_the_suggested_bound_is_the_largest_that_fits_for_nested_loops_too() -> 
     p = price(nodes(*raw))
     assert p.total == LOOKUP + 100 * 50 * SEND
     for loop_id in ("outer", "inner"):
-        k = largest_fitting_max_items(p, loop_id)
+        k = largest_fitting_max_items(p, loop_id, POT)
         assert k is not None
         at = [dict(n, maxItems=k) if n["id"] == loop_id else n for n in raw]
         over = [dict(n, maxItems=k + 1) if n["id"] == loop_id else n for n in raw]
@@ -105,7 +105,7 @@ def test_a_node_reachable_from_a_body_and_the_main_flow_is_priced_at_the_loop_mu
 def test_a_loop_of_pure_nodes_costs_nothing_at_any_bound() -> None:
     raw = [loop("each", budgets.JSON_SAFE_INTEGER_MAX, "t"), {"id": "t", "type": "transform", "as": "x", "value": "v"}]
     p = price(nodes(*raw))
-    assert p.total == 0 and largest_fitting_max_items(p, "each") is None
+    assert p.total == 0 and largest_fitting_max_items(p, "each", POT) is None
 
 
 def test_prices_saturate_and_say_at_least() -> None:
@@ -113,7 +113,7 @@ def test_prices_saturate_and_say_at_least() -> None:
     raw = [loop("outer", big, "inner"), loop("inner", big, "write"), send("write")]
     p = price(nodes(*raw))
     assert p.saturated and p.total == budgets.JSON_SAFE_INTEGER_MAX
-    assert largest_fitting_max_items(p, "outer") is None
+    assert largest_fitting_max_items(p, "outer", POT) is None
     result = run_check(program(*raw, capabilities=[SEND_CAP]))
     assert codes(result) == ["E_BUTLER_UNAFFORDABLE"] and "at least" in result.findings[0].what
 
@@ -130,5 +130,5 @@ def test_when_even_one_item_does_not_fit_there_is_no_bound_to_suggest() -> None:
     raw = [send(f"s{i}", f"s{i + 1}" if i + 1 < count else "each") for i in range(count)]
     raw += [loop("each", 2, "more"), send("more")]
     p = price(nodes(*raw))
-    assert p.total > POT and largest_fitting_max_items(p, "each") is None
+    assert p.total > POT and largest_fitting_max_items(p, "each", POT) is None
     assert "even maxItems 1" in run_check(program(*raw, capabilities=[SEND_CAP])).findings[0].fix

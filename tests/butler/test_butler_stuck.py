@@ -72,7 +72,7 @@ def _program(nodes: list[dict[str, object]], entry: str) -> list[object]:
            "entry": entry, "nodes": nodes}
     import json
 
-    checked = check(json.dumps(doc))
+    checked = check(json.dumps(doc), pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert checked.ok and checked.ast is not None, [f.render() for f in checked.findings]
     return list(checked.ast.nodes)
 

@@ -84,7 +84,7 @@ def test_a_program_that_does_not_check_is_refused_with_every_finding(api: Any, p
     r = api.post("/api/butlers", json={"name": "Bad", "source": json.dumps(bad)}, headers=people.admin)
     assert r.status_code == 422 and r.json()["error"] == "E_BUTLER_DOES_NOT_CHECK", r.text
     codes = [f["code"] for f in r.json()["detail"]["findings"]]
-    assert codes == [f.code for f in check(json.dumps(bad)).findings] and len(codes) >= 2
+    assert codes == [f.code for f in check(json.dumps(bad), pot=budgets.BUTLER_RUN_POT_STATEMENTS).findings] and len(codes) >= 2
     assert "E_BUTLER_NODE_UNKNOWN_PARAMETER" in codes and "E_BUTLER_EDGE_DANGLING" in codes
     assert all(f["what"] and f["why"] and f["fix"] for f in r.json()["detail"]["findings"])
     assert api.get("/api/butlers", headers=people.admin).json()["butlers"] == []
@@ -92,15 +92,16 @@ def test_a_program_that_does_not_check_is_refused_with_every_finding(api: Any, p
     assert [f["code"] for f in not_json.json()["detail"]["findings"]] == ["E_BUTLER_SOURCE_NOT_JSON"]
 
 
-def test_publish_refuses_a_draft_that_no_longer_checks(api: Any, people: People,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_publish_refuses_a_draft_that_no_longer_checks(api: Any, people: People) -> None:
     made = _create(api, people, source=docs_example())
     price = made["draft"]["price"]
-    # The pot shrank (or a price rose) after the draft was saved: the stored draft is now unaffordable.
-    monkeypatch.setattr(budgets, "BUTLER_RUN_POT_STATEMENTS", price - 1)
+    # The configured pot (Settings.butler_run_pot, what the engine meters against) shrank after the draft
+    # was saved: publication prices against that same setting, not a constant (issue 17 item 10).
+    api.app.state.node.settings.butler_run_pot = price - 1
     r = api.post(f"/api/butlers/{made['id']}/publish", headers=people.admin)
     assert r.status_code == 422 and r.json()["error"] == "E_BUTLER_DOES_NOT_CHECK", r.text
     assert [f["code"] for f in r.json()["detail"]["findings"]] == ["E_BUTLER_UNAFFORDABLE"]
+    assert f"butler_run_pot, MAILNODE_BUTLER_RUN_POT) is {price - 1}" in r.json()["detail"]["findings"][0]["what"]
     assert api.get(f"/api/butlers/{made['id']}", headers=people.admin).json()["butler"]["live"] is None
     assert audit_of(api, people, "butler.published") == []
 
@@ -213,7 +214,7 @@ def test_a_publication_decided_on_stale_facts_is_refused_as_raced(api: Any, peop
     node = api.app.state.node
     with node.read() as conn:
         draft = conn.execute(select(butler_versions).where(butler_versions.c.id == made["draft"]["id"])).one()
-    stale = lifecycle.decide_publication(bid, lifecycle._stored(draft), lifecycle.checked(draft.source_text), None, 0)
+    stale = lifecycle.decide_publication(bid, lifecycle._stored(draft), lifecycle.checked(draft.source_text, node.settings.butler_run_pot), None, 0)
     # Another administrator replaces the draft between the decision and the write.
     api.put(f"/api/butlers/{bid}/draft", json={"source": program("newer")}, headers=people.admin)
     with pytest.raises(lifecycle.MailnodeError) as raised, node.begin() as conn:
@@ -227,7 +228,7 @@ def test_a_publication_decided_on_stale_facts_is_refused_as_raced(api: Any, peop
     with node.read() as conn:
         rows = {r.state: r for r in conn.execute(select(butler_versions).where(butler_versions.c.butler_id == bid))}
     stale = lifecycle.decide_publication(bid, lifecycle._stored(rows["draft"]),
-                                         lifecycle.checked(rows["draft"].source_text),
+                                         lifecycle.checked(rows["draft"].source_text, node.settings.butler_run_pot),
                                          lifecycle._stored(rows["published"]), 1)
     api.post(f"/api/butlers/{bid}/publish", headers=people.admin)
     api.put(f"/api/butlers/{bid}/draft", json={"source": program("again")}, headers=people.admin)
@@ -236,3 +237,19 @@ def test_a_publication_decided_on_stale_facts_is_refused_as_raced(api: Any, peop
                                     name="Quiet", publication=stale)
     assert raised.value.code == "E_BUTLER_PUBLISH_RACED" and raised.value.detail["version_id"] == live_id
     assert len(audit_of(api, people, "butler.published")) == 2
+
+
+def test_a_guard_with_an_unsupported_operator_is_neither_stored_nor_published(api: Any, people: People) -> None:
+    # Issue 17 item 8: "checks OK" used to accept &&; the Butler published and its first run failed.
+    bad = json.loads(program())
+    bad["entry"] = "g"
+    bad["nodes"] = [{"id": "g", "type": "guard", "when": "event.subject == 'a' && event.automated == false",
+                     "then": "done", "otherwise": None}, {"id": "done", "type": "stop", "reason": "end"}]
+    r = api.post("/api/butlers", json={"name": "Ands", "source": json.dumps(bad)}, headers=people.admin)
+    assert r.status_code == 422 and r.json()["error"] == "E_BUTLER_DOES_NOT_CHECK", r.text
+    [finding] = r.json()["detail"]["findings"]
+    assert (finding["code"], finding["node"]) == ("E_BUTLER_EXPR_OPERATOR_UNSUPPORTED", "g")
+    assert "&&" in finding["what"] and "chain guards" in finding["fix"]
+    made = _create(api, people, name="Ands")
+    r = api.put(f"/api/butlers/{made['id']}/draft", json={"source": json.dumps(bad)}, headers=people.admin)
+    assert r.status_code == 422 and r.json()["error"] == "E_BUTLER_DOES_NOT_CHECK", r.text

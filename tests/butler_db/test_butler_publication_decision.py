@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from mailnode import budgets
 from mailnode.butler.lifecycle import StoredVersion, checked, decide_publication
 from mailnode.errors import MailnodeError
 
 from .conftest import program
 
-NEW = checked(program("new"))
-OLD = checked(program("old"))
+NEW = checked(program("new"), budgets.BUTLER_RUN_POT_STATEMENTS)
+OLD = checked(program("old"), budgets.BUTLER_RUN_POT_STATEMENTS)
 DRAFT = StoredVersion("btv_D", None, NEW.ast_sha256, NEW.source_sha256)
 LIVE_OLD = StoredVersion("btv_L", 3, OLD.ast_sha256, OLD.source_sha256)
 LIVE_SAME_PROGRAM = StoredVersion("btv_L", 3, NEW.ast_sha256, "f" * 64)

@@ -32,8 +32,9 @@ def _fill(node: Node, installed: Any) -> tuple[str, list[str]]:
     with node.begin() as conn:
         for i in range(BUTLERS):
             b = lifecycle.create_butler(conn, org_id=org, actor_id=installed.user_id, at=now, name=f"b{i}",
-                                        source=source)
-            lifecycle.publish(conn, org_id=org, actor_id=installed.user_id, at=now, butler_id=b["id"])
+                                        source=source, pot=node.settings.butler_run_pot)
+            lifecycle.publish(conn, org_id=org, actor_id=installed.user_id, at=now, butler_id=b["id"],
+                              pot=node.settings.butler_run_pot)
             butlers.append((b["id"], lifecycle.get_butler(conn, org_id=org, principal_id=installed.user_id,
                                                           butler_id=b["id"])))
         conversation = start_conversation(conn, org, "x", now)

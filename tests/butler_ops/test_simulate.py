@@ -6,10 +6,13 @@ import json
 from typing import Any
 
 import pytest
+from dbos import DBOS, SetWorkflowID
 from sqlalchemy import insert, text
 from sqlalchemy.exc import DBAPIError
 
+from mailnode.butler.engine import run_butler
 from mailnode.butler.simulate import WOULD, WRITING_TYPES
+from mailnode.butler.trigger import open_runs_in
 from mailnode.directory.tables import organisations
 from mailnode.node import Node
 from tests.butler_ops.conftest import World, message, person, release, row_counts
@@ -37,15 +40,21 @@ def _simulate(world: World, butler_id: str, run_id: str, headers: dict[str, str]
 def test_a_dry_run_and_a_live_run_over_one_delivery_reach_the_same_nodes_with_the_same_verdicts(world: World) -> None:
     bid, _ = world.publish(TRIAGE, name="triage")
     world.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
-    mid = world.deliver(message(subject="Order 42"))
-    parked = world.wait_run(mid, until=lambda r: r.state == "awaiting_release")
+    # The dry run walks the run before the live run writes anything, so both see the same world (a dry
+    # run after the live run's claim would rightly find the case held).
+    mid = world.deliver(message(subject="Order 42"), start=False)
+    with world.node.begin() as conn:
+        [run_id] = open_runs_in(conn, mid, world.node.clock.now())
 
     before = row_counts(world)
-    r = _simulate(world, bid, parked.id)
+    r = _simulate(world, bid, run_id)
     assert r.status_code == 200, r.text
     dry = r.json()["simulation"]
     assert row_counts(world) == before
 
+    with SetWorkflowID(run_id):
+        DBOS.start_workflow(run_butler, run_id)
+    parked = world.wait_run(mid, until=lambda r: r.state == "awaiting_release")
     release(world, world.effects(parked.id)[-1].subject)
     live = world.wait_run(mid)
     assert (live.state, live.outcome_reason) == ("finished", None)

@@ -72,7 +72,8 @@ def test_a_pot_just_below_need_refuses_the_effect_that_would_pass_it(world: Worl
     bid, _ = world.publish(ack_program())
     world.grant(bid, "send.propose", "mailbox.content.read")
     first = world.wait_run(world.deliver(message(subject="one")), until=lambda r: r.state == "awaiting_release")
-    need = _guard_spend(world, first) + RUNTIME_RESERVATIONS["mail.send.propose"]
+    need = (_guard_spend(world, first) + RUNTIME_RESERVATIONS["mail.send.propose"]
+            + budgets.BUTLER_RUN_CLOSE_STATEMENTS)
 
     world.node.settings.butler_run_pot = need - 1
     below = world.wait_run(world.deliver(message(subject="two")))

@@ -53,7 +53,7 @@ def inspect(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The inspection of one run (administrators); writes nothing."""
     with node.read() as conn:
         return {"inspection": replay.inspect(conn, org_id=caller.org_id, principal_id=caller.principal_id,
-                                             run_id=run_id)}
+                                             run_id=run_id, pot=node.settings.butler_run_pot)}
 
 
 class ReplayIn(Strict):
@@ -72,6 +72,6 @@ def replay_run(run_id: str, body: ReplayIn, node: NodeDep, caller: CallerDep) ->
                             fix="Ask the node started with mailnode serve.", status=503)
     with node.begin() as conn:
         opened = replay.open_rerun(conn, org_id=caller.org_id, principal_id=caller.principal_id, run_id=run_id,
-                                   at=node.clock.now())
+                                   at=node.clock.now(), pot=node.settings.butler_run_pot)
     replay.start(node, opened["run_id"])
     return {"replay": opened}

@@ -45,7 +45,8 @@ def create(body: ButlerIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create a Butler and its first draft: ``{"butler": {...}}``."""
     with node.begin() as conn:
         return {"butler": lifecycle.create_butler(conn, org_id=caller.org_id, actor_id=caller.principal_id,
-                                                  at=node.clock.now(), name=body.name, source=body.source)}
+                                                  at=node.clock.now(), name=body.name, source=body.source,
+                                                  pot=node.settings.butler_run_pot)}
 
 
 @router.put("/{butler_id}/draft")
@@ -53,7 +54,8 @@ def save_draft(butler_id: str, body: DraftIn, node: NodeDep, caller: CallerDep) 
     """Replace the draft (or start one after a publication): ``{"butler": {...}}``."""
     with node.begin() as conn:
         return {"butler": lifecycle.save_draft(conn, org_id=caller.org_id, actor_id=caller.principal_id,
-                                               at=node.clock.now(), butler_id=butler_id, source=body.source)}
+                                               at=node.clock.now(), butler_id=butler_id, source=body.source,
+                                               pot=node.settings.butler_run_pot)}
 
 
 @router.post("/{butler_id}/publish")
@@ -61,7 +63,7 @@ def publish(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Publish the draft: ``{"butler": {...}, "published": {version_id, version, superseded_version_id}}``."""
     with node.begin() as conn:
         return lifecycle.publish(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
-                                 butler_id=butler_id)
+                                 butler_id=butler_id, pot=node.settings.butler_run_pot)
 
 
 @router.get("")

@@ -89,9 +89,23 @@ class Node(_Strict):
     """
 
     EDGES: ClassVar[tuple[str, ...]] = ()
+    #: The fields that hold an expression: ``PREDICATES`` are comparisons (``expr.evaluate_predicate``),
+    #: ``VALUES`` are value fields (``expr.evaluate``). Together they are every ``Expr`` field.
+    PREDICATES: ClassVar[tuple[str, ...]] = ()
+    VALUES: ClassVar[tuple[str, ...]] = ()
 
     id: NodeId
     type: str
+
+    def expressions(self) -> list[tuple[str, str, bool]]:
+        """``(parameter as written, text, is a predicate)`` for every expression this node holds."""
+        out: list[tuple[str, str, bool]] = []
+        for names, predicate in ((self.PREDICATES, True), (self.VALUES, False)):
+            for name in names:
+                text = getattr(self, name)
+                if text is not None:
+                    out.append((type(self).model_fields[name].alias or name, text, predicate))
+        return out
 
     def edges(self) -> list[tuple[str, str]]:
         """``(parameter, target id)`` for every non-null edge, in declaration order."""
@@ -115,6 +129,7 @@ class Node(_Strict):
 class GuardNode(Node):
     """``guard``: evaluate ``when`` (a predicate) and go to ``then`` or ``otherwise``."""
 
+    PREDICATES = ("when",)
     EDGES = ("then", "otherwise")
     type: Literal["guard"]
     when: Expr
@@ -132,6 +147,7 @@ class SwitchCase(_Strict):
 class SwitchNode(Node):
     """``switch``: the first case whose ``equals`` matches the ``on`` value wins, else ``default``."""
 
+    PREDICATES = ("on",)
     type: Literal["switch"]
     on: Expr
     cases: Annotated[list[SwitchCase], Field(min_length=1)]
@@ -148,6 +164,7 @@ class SwitchNode(Node):
 class MapNode(Node):
     """``map``: run ``body`` once per item of ``over`` (at most ``maxItems``), collecting ``collectAs``."""
 
+    VALUES = ("over",)
     EDGES = ("body", "next")
     type: Literal["map"]
     over: Expr
@@ -161,6 +178,7 @@ class MapNode(Node):
 class ForeachNode(Node):
     """``foreach``: run ``body`` once per item of ``over`` (at most ``maxItems``); collects nothing."""
 
+    VALUES = ("over",)
     EDGES = ("body", "next")
     type: Literal["foreach"]
     over: Expr
@@ -197,6 +215,7 @@ class StopNode(Node):
 class TransformNode(Node):
     """``transform``: bind ``steps.<as>`` to the value of ``value``."""
 
+    VALUES = ("value",)
     EDGES = ("next",)
     type: Literal["transform"]
     as_: NodeId = Field(alias="as")
@@ -207,6 +226,7 @@ class TransformNode(Node):
 class ValidateNode(Node):
     """``validate``: refuse the run unless ``value`` satisfies ``schema`` (the subset in ``schema_subset``)."""
 
+    VALUES = ("value",)
     EDGES = ("next",)
     type: Literal["validate"]
     value: Expr
@@ -217,6 +237,7 @@ class ValidateNode(Node):
 class LookupNode(Node):
     """``lookup``: read one ``entity`` row by ``entityId`` and bind its projection to ``steps.<as>``."""
 
+    VALUES = ("entity_id",)
     EDGES = ("next",)
     type: Literal["lookup"]
     entity: Literal["message", "conversation", "case", "mailbox", "draft"]
@@ -228,6 +249,7 @@ class LookupNode(Node):
 class CaseAssignNode(Node):
     """``case.assign``: the claim, with the Butler as the principal."""
 
+    VALUES = ("case_id", "assignee")
     EDGES = ("next",)
     type: Literal["case.assign"]
     case_id: Expr = Field(alias="caseId")
@@ -238,6 +260,7 @@ class CaseAssignNode(Node):
 class CaseCloseNode(Node):
     """``case.close``: the close of a case this Butler holds."""
 
+    VALUES = ("case_id",)
     EDGES = ("next",)
     type: Literal["case.close"]
     case_id: Expr = Field(alias="caseId")
@@ -247,6 +270,7 @@ class CaseCloseNode(Node):
 class DraftNode(Node):
     """``draft``: save a reply draft; the recipient is derived from the delivery, never named here."""
 
+    VALUES = ("mailbox_id", "subject", "body", "in_reply_to")
     EDGES = ("next",)
     type: Literal["draft"]
     mailbox_id: Expr = Field(alias="mailboxId")
@@ -260,6 +284,7 @@ class DraftNode(Node):
 class SendProposeNode(Node):
     """``mail.send.propose``: seal the draft as a send that awaits a person's release."""
 
+    VALUES = ("draft",)
     EDGES = ("next",)
     type: Literal["mail.send.propose"]
     draft: Expr

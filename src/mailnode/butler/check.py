@@ -20,24 +20,33 @@ Phases, in order; a phase that leaves nothing to read returns at once (marked *)
 5. capabilities: ``E_BUTLER_CAPABILITY_RESOURCE_UNKNOWN`` (not ``mailbox:<address>``),
    ``E_BUTLER_CAPABILITY_NOT_DECLARED`` (one per distinct requirement), ``E_BUTLER_CAPABILITY_UNUSED``
    (one per declared action nothing needs; only when every node was read);
-6. price: ``E_BUTLER_UNAFFORDABLE`` (over ``BUTLER_RUN_POT_STATEMENTS``), on an acyclic graph.
+6. price: ``E_BUTLER_UNAFFORDABLE`` (over ``pot``, the configured ``Settings.butler_run_pot``, the same
+   figure the engine and the dry run meter against), on an acyclic graph.
 
-Unreachable nodes are allowed. Expressions are not parsed here: they fault at run time
-(``mailnode.butler.expr``).
+Phase 3 also parses every expression (``expr.parse_predicate`` for ``guard.when`` and ``switch.on``,
+``expr.parse_value`` for every other expression field); one that cannot parse whatever the run's
+values is a finding with its ``E_BUTLER_EXPR_*`` code (an unsupported operator such as ``&&``, a
+function call, two operators, an unknown root, an unterminated ``${``). What depends on the values
+(a path that does not resolve, ``contains`` on the wrong types) still faults at run time. Unreachable
+nodes are allowed.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from mailnode import budgets
-from mailnode.butler import canonical, capability, cost, schema_subset
+from mailnode.butler import canonical, capability, cost, expr, schema_subset
 from mailnode.butler.ast import (
     LOOP_TYPES,
     NODE_MODELS,
@@ -52,6 +61,8 @@ from mailnode.butler.ast import (
 
 _CHECK = "mailnode butler check FILE"
 _DOCS = "docs/butlers.md"
+#: How much of an expression a finding quotes, in characters (a finding stays one readable line).
+_SHOWN_MAX = 120
 _RECIPIENT_KEYS = frozenset({"to", "cc", "bcc", "recipients", "recipient", "forwardTo", "replyTo", "from"})
 
 
@@ -117,8 +128,14 @@ class _Run:
         self.findings.append(Finding(code, node, what, why, fix))
 
 
-def check(source: str | bytes) -> CheckResult:
-    """Check a Butler source; see the module docstring for the phases and codes. Never raises."""
+def check(source: str | bytes, *, pot: int) -> CheckResult:
+    """Check a Butler source; see the module docstring for the phases and codes. Never raises.
+
+    ``pot`` is the per-run pot in SQL statements, ``Settings.butler_run_pot`` (default
+    ``budgets.BUTLER_RUN_POT_STATEMENTS``): the one figure publication prices against and the engine
+    and the dry run meter against, so a program the checker passes is not refused for its price at
+    run start.
+    """
     run = _Run()
     data = canonical.source_bytes(source)
     digest = None if data is None else canonical.sha256_hex(data)
@@ -162,7 +179,7 @@ def check(source: str | bytes) -> CheckResult:
     priced: cost.Price | None = None
     if not cyclic:
         priced = cost.price(list(nodes.values()))
-        _check_affordable(priced, run)
+        _check_affordable(priced, pot, run)
 
     if run.findings:
         return done()
@@ -178,6 +195,63 @@ def check(source: str | bytes) -> CheckResult:
         ast_sha256=canonical.sha256_hex(ast_json),
         source_sha256=digest,
     )
+
+
+# --- stored versions: checked once per (digest, checker code, pot) ----------------------------------
+
+#: The modules whose code decides what ``check`` answers. Their bytes make ``CHECKER_VERSION``.
+_DECIDING_MODULES = ("check.py", "ast.py", "cost.py", "expr.py", "schema_subset.py", "canonical.py",
+                     "capability.py")
+
+
+def _checker_version() -> str:
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in (*_DECIDING_MODULES, "../budgets.py"):
+        digest.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+#: A digest of this checker's code (and of ``budgets.py``, whose caps and prices it applies): a version
+#: remembered as checked by other code is checked again.
+CHECKER_VERSION = _checker_version()
+
+_checked: OrderedDict[tuple[str, str, int], tuple[int, CheckResult]] = OrderedDict()
+_checked_bytes = 0
+_checked_lock = threading.Lock()
+
+
+def check_stored(ast_json: str | bytes, *, pot: int) -> CheckResult:
+    """``check(ast_json, pot=pot)`` for a stored version, remembered in this process.
+
+    The key is ``(sha256 of ast_json as given, CHECKER_VERSION, pot)``: the same bytes checked by the
+    same code against the same pot give the same answer, so a run start, a dry run or doctor over a
+    version already checked skips the checker (issue 17 item 9: a deep program cost ~70 s at every
+    delivery). Bounded by ``BUTLER_CHECKED_CACHE_MAX_BYTES`` of ``ast_json``, least recently used out.
+    Never raises (as ``check``).
+    """
+    global _checked_bytes
+    data = canonical.source_bytes(ast_json)
+    if data is None:
+        return check(ast_json, pot=pot)
+    key = (canonical.sha256_hex(data), CHECKER_VERSION, pot)
+    with _checked_lock:
+        found = _checked.get(key)
+        if found is not None:
+            _checked.move_to_end(key)
+            return found[1]
+    result = check(ast_json, pot=pot)
+    size = len(data)
+    if size > budgets.BUTLER_CHECKED_CACHE_MAX_BYTES:
+        return result
+    with _checked_lock:
+        if key not in _checked:
+            _checked[key] = (size, result)
+            _checked_bytes += size
+        while _checked_bytes > budgets.BUTLER_CHECKED_CACHE_MAX_BYTES:
+            _, (dropped, _) = _checked.popitem(last=False)
+            _checked_bytes -= dropped
+    return result
 
 
 # --- phase 1: source --------------------------------------------------------------------------------
@@ -391,7 +465,24 @@ def _classify(head: RawNode, item: dict[str, Any], run: _Run) -> Node | None:
                     "A keyword the validator does not enforce would pass everything while reading as a check.",
                     f"Use only the keywords listed in {_DOCS}#validate.")
     problems += _check_canonical(node.model_dump(mode="python", by_alias=True, exclude_none=True), "", node.id, run)
-    return None if problems else node
+    if problems:
+        return None
+    _check_expressions(node, run)
+    return node
+
+
+def _check_expressions(node: Node, run: _Run) -> None:
+    """Parse every expression of ``node``; each one that cannot parse is a finding with its ``E_BUTLER_EXPR_*``
+    code (seed 003: a program that checks has expressions that parse, so its first run cannot fail on one)."""
+    for param, text, predicate in node.expressions():
+        try:
+            (expr.parse_predicate if predicate else expr.parse_value)(text)
+        except expr.ExprError as exc:
+            shown = text if len(text) <= _SHOWN_MAX else text[:_SHOWN_MAX] + "..."
+            run.add(exc.code, node.id, f"{node.id}.{param} {shown!r}: {exc.what}", exc.why,
+                    f"Rewrite {node.id}.{param} in the language of {_DOCS}#expressions"
+                    + (": a guard or switch compares once, with ==, != or contains; chain guards for more."
+                       if predicate else ": literal text with ${path} where a value goes."))
 
 
 def _bounded(value: Any) -> bool:
@@ -506,23 +597,26 @@ def _check_capabilities(declared: list[Capability], nodes: dict[str, Node], comp
 # --- phase 6: price ---------------------------------------------------------------------------------
 
 
-def _check_affordable(priced: cost.Price, run: _Run) -> None:
-    pot = budgets.BUTLER_RUN_POT_STATEMENTS
+#: How a finding names the pot: the setting and its environment variable (docs/configuration.md).
+_POT = "The run pot (butler_run_pot, MAILNODE_BUTLER_RUN_POT)"
+
+
+def _check_affordable(priced: cost.Price, pot: int, run: _Run) -> None:
     if priced.total <= pot:
         return
     amount = f"at least {priced.total}" if priced.saturated else str(priced.total)
     loop = priced.dearest_loop
     if loop is None:
         run.add("E_BUTLER_UNAFFORDABLE", None,
-                f"BUTLER_RUN_POT_STATEMENTS is {pot}; this program is priced at {amount} statements.",
-                "The budget BUTLER_RUN_POT_STATEMENTS bounds the SQL statements one run may spend, so a run cannot die half-done.",
+                f"{_POT} is {pot}; this program is priced at {amount} statements.",
+                "The run pot bounds the SQL statements one run may spend, so a run cannot die half-done.",
                 "Take effect nodes out of the program, or split it into several Butlers.")
         return
     fit = cost.largest_fitting_max_items(priced, loop.id, pot)
     ask = (f"Lower {loop.id}.maxItems from {loop.max_items} to {fit} (the largest that fits), or move effects out of its body."
            if fit is not None else f"Move effects out of {loop.id}'s body: even maxItems 1 does not fit.")
     run.add("E_BUTLER_UNAFFORDABLE", loop.id,
-            f"BUTLER_RUN_POT_STATEMENTS is {pot}; this program is priced at {amount} statements, "
+            f"{_POT} is {pot}; this program is priced at {amount} statements, "
             f"{loop.total} of them in {loop.kind} {loop.id} ({loop.max_items} x {loop.per_item} per item).",
-            "The budget BUTLER_RUN_POT_STATEMENTS bounds the SQL statements one run may spend; a loop multiplies its body by maxItems.",
+            "The run pot bounds the SQL statements one run may spend; a loop multiplies its body by maxItems.",
             ask)

@@ -22,6 +22,7 @@ from mailnode import budgets
 from mailnode.butler.ast import json_schema
 from mailnode.butler.check import Finding
 from mailnode.butler.check import check as check_source
+from mailnode.config import Settings
 from mailnode.errors import MailnodeError
 
 butler_app = typer.Typer(help="Write and check Butlers: small deterministic programs that answer or triage mail.",
@@ -38,7 +39,8 @@ def check_command(
                                          help="A Butler source (JSON), read as bytes exactly as it would be submitted.")],
 ) -> None:
     """Check a Butler source offline and print every finding (exit 0 clean, 1 with findings)."""
-    result = check_source(file.read_bytes())
+    # The same pot the node prices against: the setting, read from the environment as the server reads it.
+    result = check_source(file.read_bytes(), pot=Settings().butler_run_pot)
     if result.ok and result.ast is not None and result.price is not None:
         typer.echo(f"ok  {result.ast.metadata.name}: {len(result.ast.nodes)} nodes, "
                    f"priced at {result.price.total} statements")

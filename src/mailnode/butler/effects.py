@@ -183,13 +183,39 @@ def _actionable_case(conn: Connection, who: Principal, case_id: str) -> Any | No
                                authority.readable(who, subjects, (SEND_PROPOSE,), c.mailbox_id))).first()
 
 
+def assign_reason(refusal: str | None) -> str | None:
+    """The effect row's reason for ``cases.claim_refusal``'s code (the live claim's error, mapped alike)."""
+    return None if refusal is None else _CLAIM_REASONS.get(refusal, refusal)
+
+
+def close_reason(*, state: str, holder_id: str | None, butler_id: str) -> str | None:
+    """The decision before a Butler's ``case.close``: ``case_closed``, ``case_not_held_by_butler`` or None.
+
+    ``cases.close_refusal`` with the engine's tokens; the live effect and the dry run both decide with it.
+    """
+    refusal = cases_mod.close_refusal(state=state, holder_id=holder_id, principal_id=butler_id)
+    return {"E_CASE_CLOSED": "case_closed", "E_NOT_YOUR_CASE": "case_not_held_by_butler"}.get(refusal or "", refusal)
+
+
+def propose_reason(conn: Connection, who: Principal, mailbox_id: str) -> tuple[str, bool] | None:
+    """The decision before a Butler's seal: ``(reason, about the draft)`` or None (at most 3 statements).
+
+    ``E_MAY_NOT_SEND_AS_MAILBOX`` when the Butler holds no ``send.propose`` on the draft's mailbox (the
+    refusal is about the draft), else the three-term authority's reason (about the mailbox).
+    """
+    if not holds(conn, who.org_id, who.butler_id, SEND_PROPOSE, "mailbox", mailbox_id):
+        return "E_MAY_NOT_SEND_AS_MAILBOX", True
+    reason = authority.effective_on_mailbox(conn, who, mailbox_id, SEND_PROPOSE)
+    return None if reason is None else (reason, False)
+
+
 def _assign(conn: Connection, who: Principal, case_id: str, assignee_id: str, at: datetime) -> EffectResult:
     if _actionable_case(conn, who, case_id) is None:
         return _refused("case_not_actionable", case_id)
     _, err = _through(conn, lambda: cases_mod.claim(conn, org_id=who.org_id, principal_id=who.butler_id, at=at,
                                                      case_id=case_id, assignee_id=assignee_id))
     if err is not None:
-        return _refused(_CLAIM_REASONS.get(err.code, err.code), case_id)
+        return _refused(assign_reason(err.code) or err.code, case_id)
     return EffectResult(outcome="ok", subject=case_id)
 
 
@@ -197,10 +223,9 @@ def _close(conn: Connection, who: Principal, case_id: str, at: datetime) -> Effe
     row = _actionable_case(conn, who, case_id)
     if row is None:
         return _refused("case_not_actionable", case_id)
-    if row.state != "open":
-        return _refused("case_closed", case_id)
-    if row.assignee_id != who.butler_id:
-        return _refused("case_not_held_by_butler", case_id)
+    reason = close_reason(state=row.state, holder_id=row.assignee_id, butler_id=who.butler_id)
+    if reason is not None:
+        return _refused(reason, case_id)
     _, err = _through(conn, lambda: cases_mod.close(conn, org_id=who.org_id, principal_id=who.butler_id, at=at,
                                                      case_id=case_id))
     if err is not None:
@@ -266,11 +291,9 @@ def _propose(node: Node, conn: Connection, who: Principal, draft_id: str, replay
                                                          draft_id=draft_id))
     if err is not None:
         return _refused("not_readable", draft_id)
-    if not holds(conn, who.org_id, who.butler_id, SEND_PROPOSE, "mailbox", row.mailbox_id):
-        return _refused("E_MAY_NOT_SEND_AS_MAILBOX", draft_id)
-    reason = authority.effective_on_mailbox(conn, who, row.mailbox_id, SEND_PROPOSE)
-    if reason is not None:
-        return _refused(reason, row.mailbox_id)
+    refused = propose_reason(conn, who, row.mailbox_id)
+    if refused is not None:
+        return _refused(refused[0], draft_id if refused[1] else row.mailbox_id)
     if replay_of is not None:
         decided = _replay_rule(conn, who, row, replay_of)
         if decided is not None:

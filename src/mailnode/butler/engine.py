@@ -13,7 +13,8 @@ id. In order:
    ``refused/butler_paused`` (``record.abandon``: no counts are stated, the effect rows say what it did);
 3. refusals before any effect: ``version_not_published``, ``sponsor_unknown``, ``ast_not_json``,
    ``ast_does_not_check`` (the stored program is checked again: a hand-edited row with a reserved node,
-   a cycle or a dangling edge never reaches the walk), ``unaffordable_with_engine`` (the checker's
+   a cycle or a dangling edge never reaches the walk; ``check.check_stored`` remembers a version whose
+   exact bytes this checker code already checked against this pot, so a delivery does not re-check it), ``unaffordable_with_engine`` (the checker's
    price plus ``BUTLER_RUN_ENGINE_FIXED_STATEMENTS`` over the pot, ``Settings.butler_run_pot``);
 4. the walk (``walk.walk``) with ``LiveEffects``: each effect node is one durable step named
    ``<node id>#<visit>``, a ``wait`` is ``DBOS.sleep_async``, a Butler's send parks on
@@ -37,7 +38,7 @@ the run must end (``effects.RunEnds``) writes nothing and the run ends with that
 Metering. The statement meter (``db.meter``) measures each step; a step stores its own count in
 ``butler_runs.statements_spent`` in its transaction, so the total survives invocations. Before each
 effect not yet performed the walk asks ``affordable``: stored spend + this invocation's unstored
-statements + the node type's reservation (``cost.RUNTIME_RESERVATIONS``) must not pass the pot, else
+statements + the node type's reservation (``cost.RUNTIME_RESERVATIONS``) + the close must not pass the pot, else
 the run ends ``refused/budget_exhausted`` having performed what came before. A non-Butler exception
 ends the run ``failed/engine_fault`` (logged with its traceback) and is not re-raised, so nothing
 retries an effect.
@@ -56,12 +57,11 @@ from typing import Any
 from dbos import DBOS
 
 from mailnode import budgets, runtime
+from mailnode.butler import cost, record
 from mailnode.butler import effects as live
-from mailnode.butler import record
 from mailnode.butler.ast import ButlerDocument
 from mailnode.butler.authority import Ceiling, Principal
-from mailnode.butler.check import check
-from mailnode.butler.cost import RUNTIME_RESERVATIONS
+from mailnode.butler.check import check_stored
 from mailnode.butler.run_tables import TERMINAL_STATES
 from mailnode.butler.walk import EffectCall, EffectResult, WalkResult, initial_state, walk
 
@@ -170,11 +170,10 @@ class LiveEffects:
         self.refused = 0
 
     def affordable(self, call: EffectCall) -> bool:
-        """True for an effect already performed; else stored + fresh + unstored + reservation <= pot."""
+        """True for an effect already performed; else ``cost.affordable`` over stored + fresh + unstored."""
         if call.seq in self.performed:
             return True
-        need = RUNTIME_RESERVATIONS[call.node_type]
-        return self.spent + self.fresh + self.unstored + need <= self.pot
+        return cost.affordable(self.spent + self.fresh + self.unstored, call.node_type, self.pot)
 
     async def perform(self, call: EffectCall) -> EffectResult:
         """One durable step per effect (see ``_effect_step``)."""
@@ -213,7 +212,7 @@ def _refusal(loaded: dict[str, Any], pot: int) -> tuple[str, str] | tuple[None, 
         return "version_not_published", f"version {loaded['version_id']} is {loaded['version_state']}"
     if not loaded["published_by"]:
         return "sponsor_unknown", f"version {loaded['version_id']} has no publisher"
-    checked = check(loaded["ast_json"])
+    checked = check_stored(loaded["ast_json"], pot=pot)
     if not checked.ok or checked.ast is None or checked.price is None:
         codes = [f.code for f in checked.findings]
         reason = "ast_not_json" if "E_BUTLER_SOURCE_NOT_JSON" in codes else "ast_does_not_check"

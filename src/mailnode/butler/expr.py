@@ -53,7 +53,15 @@ EXPR_CODES = (
 
 _PATH = re.compile(r"[a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
 _INTEGER = re.compile(r"-?[0-9]+")
-_FIX = "Rewrite the expression in the language of docs/butlers.md#expressions, then check it: mailnode butler check FILE."
+_FIX = ("Rewrite the expression in the language of docs/butlers.md#expressions; mailnode butler check FILE "
+        "reports every expression that does not parse.")
+#: The codes that depend on the run's values, so the checker cannot report them: the fix points at the
+#: values (the run's facts and bindings), not at the checker, which passed the program.
+RUN_TIME_CODES = frozenset({"E_BUTLER_EXPR_UNRESOLVED", "E_BUTLER_EXPR_INDEXING", "E_BUTLER_EXPR_LENGTH",
+                            "E_BUTLER_EXPR_NOT_PRIMITIVE", "E_BUTLER_EXPR_CONTAINS_TYPE"})
+_FIX_RUN_TIME = ("The expression parses; this run's values did not fit it. Read the run's facts and bindings "
+                 "(GET /api/butler-runs/{id}), then change the path or route around it with a guard or switch; "
+                 "a dry run over the same run (POST /api/butlers/{id}/simulate) shows the change before publishing.")
 _FORMS = "The language has paths, ${path} interpolation and one comparison with ==, != or contains."
 
 
@@ -65,7 +73,8 @@ class ExprError(MailnodeError):
 
 
 def _fault(code: str, text: str, what: str, why: str = _FORMS, **detail: Any) -> ExprError:
-    return ExprError(code=code, what=what, why=why, fix=_FIX, status=422, detail={"expression": text, **detail})
+    fix = _FIX_RUN_TIME if code in RUN_TIME_CODES else _FIX
+    return ExprError(code=code, what=what, why=why, fix=fix, status=422, detail={"expression": text, **detail})
 
 
 # --- paths ------------------------------------------------------------------------------------------
@@ -74,6 +83,18 @@ def _fault(code: str, text: str, what: str, why: str = _FORMS, **detail: Any) ->
 def is_path(text: str) -> bool:
     """True when ``text`` has the shape of a path (``root.segment...``), whatever its root."""
     return _PATH.fullmatch(text) is not None
+
+
+def _path_shape(path: str, shown: str) -> None:
+    """What is wrong with ``path`` whatever the state: its shape and its root (``resolve``'s first half)."""
+    if not is_path(path):
+        _refuse_construct(path, shown)
+        raise _fault("E_BUTLER_EXPR_NOT_A_PATH", shown, f"{path!r} is not a path.",
+                     "A path is a root (event, steps, butler) then dot-separated names: event.subject.")
+    root = path.split(".")[0]
+    if root not in ROOTS:
+        raise _fault("E_BUTLER_EXPR_UNKNOWN_ROOT", shown, f"{root!r} is not a root.",
+                     f"A path starts at one of {', '.join(ROOTS)}.", root=root)
 
 
 def resolve(path: str, state: Mapping[str, Any], text: str | None = None) -> Any:
@@ -85,15 +106,9 @@ def resolve(path: str, state: Mapping[str, Any], text: str | None = None) -> Any
     ``E_BUTLER_EXPR_LENGTH`` (``length`` of a list or string).
     """
     shown = path if text is None else text
-    if not is_path(path):
-        _refuse_construct(path, shown)
-        raise _fault("E_BUTLER_EXPR_NOT_A_PATH", shown, f"{path!r} is not a path.",
-                     "A path is a root (event, steps, butler) then dot-separated names: event.subject.")
+    _path_shape(path, shown)
     segments = path.split(".")
     root = segments[0]
-    if root not in ROOTS:
-        raise _fault("E_BUTLER_EXPR_UNKNOWN_ROOT", shown, f"{root!r} is not a root.",
-                     f"A path starts at one of {', '.join(ROOTS)}.", root=root)
     if root not in state:
         raise _fault("E_BUTLER_EXPR_UNRESOLVED", shown, f"{path} does not resolve: {root} is absent.",
                      "A path that does not resolve faults rather than becoming an empty string.", path=path)
@@ -149,20 +164,65 @@ def evaluate(text: str, state: Mapping[str, Any]) -> Any:
         inner = whole.group(1).strip()
         return resolve(inner, state, text)
     out: list[str] = []
+    for literal, inner in _pieces(text):
+        out.append(literal)
+        if inner is not None:
+            out.append(_primitive_text(resolve(inner, state, text), inner, text))
+    return "".join(out)
+
+
+def _pieces(text: str) -> list[tuple[str, str | None]]:
+    """Split interpolated text into ``(literal, path or None)`` pairs; ``E_BUTLER_EXPR_UNTERMINATED``."""
+    out: list[tuple[str, str | None]] = []
     pos = 0
     while True:
         start = text.find("${", pos)
         if start < 0:
-            out.append(text[pos:])
-            break
+            out.append((text[pos:], None))
+            return out
         end = text.find("}", start + 2)
         if end < 0:
             raise _fault("E_BUTLER_EXPR_UNTERMINATED", text, "A ${ is never closed by }.")
-        out.append(text[pos:start])
-        inner = text[start + 2 : end].strip()
-        out.append(_primitive_text(resolve(inner, state, text), inner, text))
+        out.append((text[pos:start], text[start + 2 : end].strip()))
         pos = end + 1
-    return "".join(out)
+
+
+def parse_value(text: str) -> None:
+    """Raise the ``ExprError`` that ``evaluate(text, state)`` would raise for EVERY state, if any.
+
+    The checker calls this on every value field (seed 003 "The expression language, in full": a
+    program that checks has expressions that parse). Raised here: ``E_BUTLER_EXPR_UNTERMINATED``,
+    ``E_BUTLER_EXPR_NOT_A_PATH`` (with the construct named where one is recognised) and
+    ``E_BUTLER_EXPR_UNKNOWN_ROOT``. What depends on the state (``UNRESOLVED``, ``INDEXING`` and
+    ``LENGTH`` of a list, ``NOT_PRIMITIVE``) is left to the run.
+    """
+    if "${" not in text:
+        return
+    whole = re.fullmatch(r"\$\{([^}]*)\}", text)
+    if whole:
+        _path_shape(whole.group(1).strip(), text)
+        return
+    for _, inner in _pieces(text):
+        if inner is not None:
+            _path_shape(inner, text)
+
+
+def parse_predicate(text: str) -> None:
+    """Raise the ``ExprError`` that ``evaluate_predicate(text, state)`` would raise for EVERY state, if any.
+
+    For ``guard.when`` and ``switch.on``: every operator the language lacks
+    (``E_BUTLER_EXPR_OPERATOR_UNSUPPORTED``, ``E_BUTLER_EXPR_FUNCTION_CALL``, ``E_BUTLER_EXPR_INDEXING``
+    for ``[ ]``), ``E_BUTLER_EXPR_TOO_MANY_OPERATORS``, ``E_BUTLER_EXPR_EMPTY_OPERAND``,
+    ``E_BUTLER_EXPR_MALFORMED``, ``E_BUTLER_EXPR_UNTERMINATED``, ``E_BUTLER_EXPR_INTEGER_OUT_OF_RANGE``
+    and each operand's path shape and root. ``E_BUTLER_EXPR_CONTAINS_TYPE`` depends on the values and
+    is left to the run.
+    """
+    tokens = _tokens(text)
+    op_positions = [i for i, t in enumerate(tokens) if t.kind == "op"]
+    _too_many_operators(op_positions, text)
+    sides = [tokens] if not op_positions else [tokens[: op_positions[0]], tokens[op_positions[0] + 1 :]]
+    for side in sides:
+        _operand(side, text, None)
 
 
 # --- comparison -------------------------------------------------------------------------------------
@@ -251,7 +311,8 @@ def _refuse_construct(inner: str, text: str) -> None:
                      "A comparison belongs in guard.when or switch.on, written without ${...} around it.")
 
 
-def _operand(tokens: list[_Token], text: str, state: Mapping[str, Any]) -> Any:
+def _operand(tokens: list[_Token], text: str, state: Mapping[str, Any] | None) -> Any:
+    """One operand's value; with ``state`` None, only its shape is checked (``parse_predicate``)."""
     if not tokens:
         raise _fault("E_BUTLER_EXPR_EMPTY_OPERAND", text, "An operand is empty.", "Each side of an operator needs a value.")
     if len(tokens) > 1:
@@ -261,6 +322,8 @@ def _operand(tokens: list[_Token], text: str, state: Mapping[str, Any]) -> Any:
     if token.kind == "str":
         return token.text
     if token.kind == "ref":
+        if state is None:
+            return _path_shape(token.text.strip(), text)
         return resolve(token.text.strip(), state, text)
     word = token.text
     if word == "true":
@@ -275,6 +338,8 @@ def _operand(tokens: list[_Token], text: str, state: Mapping[str, Any]) -> Any:
             raise _fault("E_BUTLER_EXPR_INTEGER_OUT_OF_RANGE", text, f"{word} is beyond ±(2^53 - 1).",
                          "JSON numbers carry integers exactly only up to 2^53 - 1 (RFC 7493 §2.2).")
         return int(word)
+    if state is None:
+        return _path_shape(word, text)
     return resolve(word, state, text)
 
 
@@ -295,6 +360,13 @@ def same(a: Any, b: Any) -> bool:
     return False
 
 
+def _too_many_operators(op_positions: list[int], text: str) -> None:
+    if len(op_positions) > 1:
+        raise _fault("E_BUTLER_EXPR_TOO_MANY_OPERATORS", text,
+                     f"The expression has {len(op_positions)} operators; the language allows one.",
+                     "There is no precedence and no boolean combinator; chain guard nodes instead.")
+
+
 def evaluate_predicate(text: str, state: Mapping[str, Any]) -> Any:
     """Evaluate ``guard.when`` or ``switch.on``: one operand, or two around one operator.
 
@@ -303,10 +375,7 @@ def evaluate_predicate(text: str, state: Mapping[str, Any]) -> Any:
     """
     tokens = _tokens(text)
     op_positions = [i for i, t in enumerate(tokens) if t.kind == "op"]
-    if len(op_positions) > 1:
-        raise _fault("E_BUTLER_EXPR_TOO_MANY_OPERATORS", text,
-                     f"The expression has {len(op_positions)} operators; the language allows one.",
-                     "There is no precedence and no boolean combinator; chain guard nodes instead.")
+    _too_many_operators(op_positions, text)
     if not op_positions:
         return _operand(tokens, text, state)
     at = op_positions[0]

@@ -67,8 +67,9 @@ class Checked:
     trigger: dict[str, str]
 
 
-def checked(source: str) -> Checked:
-    """Validate ``source`` for storage: size, the full checker, then the stored size.
+def checked(source: str, pot: int) -> Checked:
+    """Validate ``source`` for storage: size, the full checker (priced against ``pot``,
+    ``Settings.butler_run_pot``), then the stored size.
 
     Raises ``E_BUDGET_EXCEEDED`` (422) naming ``BUTLER_SOURCE_MAX_BYTES`` before reading the source,
     ``E_BUTLER_DOES_NOT_CHECK`` (422) with every finding in ``detail.findings``, and
@@ -79,7 +80,7 @@ def checked(source: str) -> Checked:
     if data is not None and len(data) > budgets.BUTLER_SOURCE_MAX_BYTES:
         raise limit_exceeded("E_BUDGET_EXCEEDED", "BUTLER_SOURCE_MAX_BYTES", budgets.BUTLER_SOURCE_MAX_BYTES,
                              len(data), "Shorten the program, or split it into several Butlers.")
-    result = check(source)
+    result = check(source, pot=pot)
     if not result.ok or data is None or result.ast is None or result.ast_json is None \
             or result.ast_sha256 is None or result.source_sha256 is None or result.price is None:
         findings = [f.to_json() for f in result.findings]
@@ -285,15 +286,17 @@ def _audit_drafted(conn: Connection, *, org_id: str, actor_id: str, at: datetime
 
 
 def create_butler(conn: Connection, *, org_id: str, actor_id: str, at: datetime, name: str,
-                  source: str) -> dict[str, Any]:
+                  source: str, pot: int) -> dict[str, Any]:
     """Create a Butler named ``name`` whose first draft is ``source``; returns ``butler_json``.
+
+    ``pot`` is ``Settings.butler_run_pot``, what the checker prices against (as in ``save_draft``, ``publish``).
 
     Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_BUTLER_NEEDS_A_NAME`` / ``E_BUDGET_EXCEEDED`` /
     ``E_BUTLER_DOES_NOT_CHECK`` (422), ``E_BUTLER_NAME_TAKEN`` (409). Audits ``butler.drafted``.
     """
     require_admin(conn, org_id, actor_id, "create a Butler")
     clean = _clean_name(name)
-    c = checked(source)
+    c = checked(source, pot)
     taken = conn.execute(select(butlers.c.id).where(butlers.c.org_id == org_id, butlers.c.name == clean)).first()
     if taken is not None:
         raise conflict("E_BUTLER_NAME_TAKEN", f"A Butler named {clean!r} already exists.",
@@ -309,7 +312,7 @@ def create_butler(conn: Connection, *, org_id: str, actor_id: str, at: datetime,
 
 
 def save_draft(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str,
-               source: str) -> dict[str, Any]:
+               source: str, pot: int) -> dict[str, Any]:
     """Replace the Butler's draft (or start one) with ``source``; the new draft gets a new ``btv_`` id.
 
     Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_NO_SUCH_BUTLER`` (404), ``E_BUDGET_EXCEEDED`` /
@@ -317,7 +320,7 @@ def save_draft(conn: Connection, *, org_id: str, actor_id: str, at: datetime, bu
     """
     require_admin(conn, org_id, actor_id, "save a Butler draft")
     row = _butler_row(conn, org_id, butler_id, for_update=True)
-    c = checked(source)
+    c = checked(source, pot)
     old = conn.execute(select(_V.id).where(_V.butler_id == butler_id, _V.state == "draft")).first()
     if old is not None:
         conn.execute(delete(butler_versions).where(_V.id == old.id, _V.state == "draft"))
@@ -331,7 +334,8 @@ def _stored(row: Any) -> StoredVersion:
     return StoredVersion(id=row.id, version=row.version, ast_sha256=row.ast_sha256, source_sha256=row.source_sha256)
 
 
-def publish(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str) -> dict[str, Any]:
+def publish(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str,
+            pot: int) -> dict[str, Any]:
     """Publish the Butler's draft, superseding the live version; the caller becomes the sponsor.
 
     Returns ``{"butler": butler_json, "published": {version_id, version, superseded_version_id}}``.
@@ -351,7 +355,7 @@ def publish(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butle
                        f"Save a draft first: PUT /api/butlers/{butler_id}/draft.", butler_id=butler_id)
     live = current.get("published")
     last = conn.execute(select(func.max(_V.version)).where(_V.butler_id == butler_id)).scalar()
-    decision = decide_publication(butler_id, _stored(draft), checked(draft.source_text),
+    decision = decide_publication(butler_id, _stored(draft), checked(draft.source_text, pot),
                                   _stored(live) if live is not None else None, int(last or 0))
     apply_publication(conn, org_id=org_id, actor_id=actor_id, at=at, name=row.name, publication=decision)
     return {"butler": butler_json(conn, row),

@@ -39,7 +39,7 @@ from sqlalchemy import Connection, func, select
 from mailnode import audit, budgets, runtime
 from mailnode.authz import METADATA_READERS, holds, is_admin
 from mailnode.butler import pause, record
-from mailnode.butler.check import check
+from mailnode.butler.check import check_stored
 from mailnode.butler.run_tables import butler_pauses, butler_run_effects, butler_runs
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_found
@@ -133,9 +133,10 @@ def _source(conn: Connection, org_id: str, principal_id: str, run_id: str) -> An
     return row
 
 
-def program_json(version_id: str, state: str, ast_json: str) -> dict[str, Any]:
-    """A stored program as inspect shows it: its trigger, entry and nodes, and whether it still checks."""
-    checked = check(ast_json)
+def program_json(version_id: str, state: str, ast_json: str, pot: int) -> dict[str, Any]:
+    """A stored program as inspect shows it: its trigger, entry and nodes, and whether it still checks
+    against ``pot`` (``Settings.butler_run_pot``)."""
+    checked = check_stored(ast_json, pot=pot)
     try:
         doc = json.loads(ast_json)
     except ValueError:
@@ -160,13 +161,14 @@ class ReRunAvailability:
         return {"available": self.available, "why": self.why}
 
 
-def availability(row: Any) -> ReRunAvailability:
-    """Decide a re-run over the ``_source`` row (pure): the input, the live version, its check, the pause."""
+def availability(row: Any, pot: int) -> ReRunAvailability:
+    """Decide a re-run over the ``_source`` row (pure): the input, the live version, its check against
+    ``pot`` (``Settings.butler_run_pot``), the pause."""
     if not row.trigger_facts:
         return ReRunAvailability(False, "input_not_recorded")
     if row.live_id is None:
         return ReRunAvailability(False, "version_not_published")
-    if not check(row.live_ast_json).ok:
+    if not check_stored(row.live_ast_json, pot=pot).ok:
         return ReRunAvailability(False, "program_does_not_check")
     if row.pause_id is not None:
         return ReRunAvailability(False, "butler_paused")
@@ -211,8 +213,9 @@ def _effects_with_sends(conn: Connection, org_id: str, run_id: str) -> list[dict
     return out
 
 
-def inspect(conn: Connection, *, org_id: str, principal_id: str, run_id: str) -> dict[str, Any]:
-    """The inspection of one run (see the module docstring); administrators only, writes nothing."""
+def inspect(conn: Connection, *, org_id: str, principal_id: str, run_id: str, pot: int) -> dict[str, Any]:
+    """The inspection of one run (see the module docstring); administrators only, writes nothing.
+    ``pot`` is ``Settings.butler_run_pot``, against which the program's ``checks`` is judged."""
     row = _source(conn, org_id, principal_id, run_id)
     facts = dict(row.trigger_facts or {})
     mailbox_id = facts.get("mailbox_id")
@@ -223,13 +226,13 @@ def inspect(conn: Connection, *, org_id: str, principal_id: str, run_id: str) ->
                            .where(_R.org_id == org_id, _R.replay_of == run_id).order_by(_R.started_at, _R.id)).all()
     return {
         "run": {**record.run_json(row), "butler_name": row.butler_name},
-        "program": program_json(row.version_id, row.version_state, row.ast_json),
+        "program": program_json(row.version_id, row.version_state, row.ast_json, pot),
         "trigger_facts": shown,
         "trigger_facts_redacted": {"keys": redacted, "why": REDACTED_WHY} if redacted else None,
         "effects": _effects_with_sends(conn, org_id, run_id),
         "replays": [{"id": r.id, "version_id": r.version_id, "state": r.state, "outcome_reason": r.outcome_reason,
                      "started_at": r.started_at.isoformat(), "replayed_by": r.replayed_by} for r in replays],
-        "re_run": availability(row).to_json(),
+        "re_run": availability(row, pot).to_json(),
         "pause_id": row.pause_id,
         "not_recorded": NOT_RECORDED,
     }
@@ -267,14 +270,15 @@ def _fix(why: str, row: Any) -> str:
     return f"Publish a version that checks: PUT /api/butlers/{row.butler_id}/draft, then POST /api/butlers/{row.butler_id}/publish."
 
 
-def open_rerun(conn: Connection, *, org_id: str, principal_id: str, run_id: str, at: datetime) -> dict[str, Any]:
+def open_rerun(conn: Connection, *, org_id: str, principal_id: str, run_id: str, at: datetime,
+               pot: int) -> dict[str, Any]:
     """Open a re-run of ``run_id`` and audit ``butler.replayed`` (one transaction, the caller's).
 
     Returns ``{"mode": "re-run", "run_id", "replay_of", "version_id"}``; the run is not started here
     (``start``). Raises the codes in the module docstring.
     """
     row = _source(conn, org_id, principal_id, run_id)
-    decided = availability(row)
+    decided = availability(row, pot)
     if decided.why is not None:
         code, what, why = _REFUSALS[decided.why]
         raise conflict(code, what, why, _fix(decided.why, row), run_id=run_id, butler_id=row.butler_id,

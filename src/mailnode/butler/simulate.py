@@ -7,13 +7,19 @@ no write path and is handed only a connection from ``Node.read()``, which is rea
 on both databases (PostgreSQL ``READ ONLY``; SQLite ``PRAGMA query_only``), so a write attempted by any
 code it reaches raises.
 
-What is really performed, because it depends on no row the dry run did not write: the checker; every
-expression; loop bounds and affordability (the walk's arithmetic against the reservations and the pot);
-``lookup`` (the same projected, authority-folded read as the live effect); a case's actionability and,
-for ``case.close``, whether the Butler holds it; the three-term authority on a mailbox; the reply's
-parent and the one-draft rule; and who a reply would go to (``parent.reply_recipient``, in the walk).
-Where the live run writes, the verdict is ``would``; a refusal it can decide is ``refused`` with the
-live reason. What it cannot decide is listed, in words, in every report (``LIMITS``).
+Every effect is decided by the live run's own decisions (issue 17 item 6: a dry run that diverges is
+worse than none), over what it reads plus what this walk would already have written: ``lookup`` is the
+live projected, authority-folded read; ``case.assign`` is ``cases.claim_refusal`` over the case, the
+Butler's and the assignee's ``send.propose`` (the claim's own decision), ``case.close`` is
+``effects.close_reason``; ``draft`` is the three-term authority then ``drafts.vet_new`` (every decision
+of the people's save-draft: authority, the reply's parent with the trigger exemption for the run's own
+message, the one-draft rule counting this walk's drafts, the composition checks); ``mail.send.propose``
+is ``effects.propose_reason`` (and a draft this walk sealed is retired, as the seal retires it). Also
+the checker, every expression, loop bounds and affordability (``cost.affordable``), and who a reply
+would go to (``parent.reply_recipient``, in the walk). Where the live run writes, the verdict is
+``would``; a refusal is ``refused`` with the live reason. What it cannot decide (the seal's policy and
+gates, a race with another writer) is listed, in words, in every report (``LIMITS``).
+``tests/butler_ops/test_dry_run_agrees.py`` runs every documented, demo and fixture program both ways.
 
 The sponsor whose authority caps the walk is the version's publisher for a published version and,
 for a draft (which has no publisher yet), the administrator asking.
@@ -28,10 +34,10 @@ from sqlalchemy import Connection, select
 
 from mailnode import budgets
 from mailnode.authz import METADATA_READERS, holds, is_admin
+from mailnode.butler import cost, pause
 from mailnode.butler import effects as live_effects
-from mailnode.butler import pause
 from mailnode.butler.authority import Ceiling, Principal, effective_on_mailbox
-from mailnode.butler.check import check
+from mailnode.butler.check import check_stored
 from mailnode.butler.cost import RUNTIME_RESERVATIONS
 from mailnode.butler.lifecycle import no_such_butler
 from mailnode.butler.replay import disclose
@@ -40,9 +46,9 @@ from mailnode.butler.tables import butler_versions, butlers
 from mailnode.butler.walk import EFFECT_TYPES, EffectCall, EffectResult, initial_state, walk
 from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import is_id, new_id
-from mailnode.mail.message_tables import messages
+from mailnode.mail import cases as cases_mod
+from mailnode.mail.message_tables import cases
 from mailnode.outbound import drafts as drafts_mod
-from mailnode.outbound.tables import drafts
 
 #: The verdict of an effect the live run would have written.
 WOULD = "would"
@@ -55,8 +61,8 @@ LIMITS = (
     "run did not store: a send is reported as one that would be proposed, never as one that would be sent."),
     ("A Butler's send waits for a person's release unless a stricter policy outcome applies; this dry run "
     "walks on as though it had been released."),
-    ("Whether the assignee of a case.assign may work the case, and whether the case is still free, is decided "
-    "by the claim, which writes."),
+    ("A case.assign or case.close is decided as the claim and the close decide it, over the case as read now; "
+    "another person's claim between this dry run and a live run changes the answer."),
     ("A draft has no publisher, so its authority was capped against the asker's own; publishing caps it against "
     "whoever publishes, who may hold less."),
     ("Anything read after a node this dry run did not write (the draft it would have saved, a case it would "
@@ -73,14 +79,17 @@ class DryEffects:
     who: Principal
     pot: int
     reserved: int = 0
+    trigger_key: str | None = None
     drafts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    assigned_to_self: set[str] = field(default_factory=set)
+    cases: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    proposed: set[str] = field(default_factory=set)
     waits: list[dict[str, Any]] = field(default_factory=list)
 
     def affordable(self, call: EffectCall) -> bool:
-        """The walk's own arithmetic: the engine's fixed cost, the reservations so far and this one, in the pot."""
-        need = RUNTIME_RESERVATIONS[call.node_type]
-        return budgets.BUTLER_RUN_ENGINE_FIXED_STATEMENTS + self.reserved + need <= self.pot
+        """The engine's guard (``cost.affordable``) over the engine's statements before the walk and the
+        reservations so far."""
+        before_walk = budgets.BUTLER_RUN_ENGINE_FIXED_STATEMENTS - budgets.BUTLER_RUN_CLOSE_STATEMENTS
+        return cost.affordable(before_walk + self.reserved, call.node_type, self.pot)
 
     async def perform(self, call: EffectCall) -> EffectResult:
         """Really perform what only reads; report what would write (see the module docstring)."""
@@ -122,14 +131,26 @@ class DryEffects:
         row = live_effects._actionable_case(self.conn, self.who, case_id)
         if row is None:
             return EffectResult(outcome="refused", reason="case_not_actionable", subject=case_id)
-        if node_type == "case.assign":
-            if assignee_id == self.who.butler_id:
-                self.assigned_to_self.add(case_id)
+        # What this walk would already have written to the case, else the row.
+        state, holder = self.cases.get(case_id, (row.state, row.assignee_id))
+        if node_type == "case.close":
+            reason = live_effects.close_reason(state=state, holder_id=holder, butler_id=self.who.butler_id)
+            if reason is not None:
+                return EffectResult(outcome="refused", reason=reason, subject=case_id)
+            self.cases[case_id] = ("closed", holder)
             return EffectResult(outcome=WOULD, subject=case_id)
-        if row.state != "open":
-            return EffectResult(outcome="refused", reason="case_closed", subject=case_id)
-        if case_id not in self.assigned_to_self and row.assignee_id != self.who.butler_id:
-            return EffectResult(outcome="refused", reason="case_not_held_by_butler", subject=case_id)
+        mailbox_id = self.conn.execute(select(cases.c.mailbox_id).where(cases.c.id == case_id)).scalar_one()
+        butler_may = holds(self.conn, self.who.org_id, self.who.butler_id, live_effects.SEND_PROPOSE, "mailbox",
+                           mailbox_id)
+        assignee_may = butler_may and (assignee_id == self.who.butler_id or holds(
+            self.conn, self.who.org_id, assignee_id, live_effects.SEND_PROPOSE, "mailbox", mailbox_id))
+        refusal = cases_mod.claim_refusal(state=state, holder_id=holder, principal_id=self.who.butler_id,
+                                          assignee_id=assignee_id, principal_may_work=butler_may,
+                                          assignee_may_work=assignee_may, take=False)
+        reason = live_effects.assign_reason(refusal)
+        if reason is not None:
+            return EffectResult(outcome="refused", reason=reason, subject=case_id)
+        self.cases[case_id] = (state, assignee_id)
         return EffectResult(outcome=WOULD, subject=case_id)
 
     def _draft(self, p: dict[str, Any]) -> EffectResult:
@@ -138,23 +159,26 @@ class DryEffects:
         if reason is not None:
             return EffectResult(outcome="refused", reason=reason, subject=mailbox_id)
         parent = p["in_reply_to_message_id"]
-        if parent is not None:
-            row = self.conn.execute(select(messages.c.mailbox_id).where(messages.c.id == parent,
-                                                                        messages.c.org_id == self.who.org_id)).first()
-            if row is None or not holds(self.conn, self.who.org_id, self.who.butler_id, "mailbox.content.read",
-                                        "mailbox", row.mailbox_id):
-                return EffectResult(outcome="refused", reason="E_NO_SUCH_PARENT", subject=mailbox_id)
-            existing = self.conn.execute(select(drafts.c.id).where(drafts.c.author_id == self.who.butler_id,
-                                                                   drafts.c.in_reply_to_message_id == parent)).first()
-            if existing is not None:
-                return EffectResult(outcome="refused", reason="E_DRAFT_EXISTS", subject=mailbox_id)
+        # The decisions of the people's save-draft, on the read-only connection: the same function, with
+        # the run's trigger for the trigger exemption and this walk's own drafts for the one-draft rule.
+        own = {d["inReplyToMessageId"]: d_id for d_id, d in self.drafts.items() if d["inReplyToMessageId"]}
+        try:
+            row = drafts_mod.vet_new(self.conn, org_id=self.who.org_id, author_id=self.who.butler_id,
+                                     mailbox_id=mailbox_id, in_reply_to_message_id=parent,
+                                     triggered_by=self.trigger_key, drafted=own, to=[p["recipient"]],
+                                     subject=p["subject"], body=p["body"])
+        except MailnodeError as err:
+            return EffectResult(outcome="refused", reason=err.code, subject=mailbox_id)
         draft_id = new_id("dft")
-        binding = {"id": draft_id, "mailboxId": mailbox_id, "subject": p["subject"], "to": [p["recipient"]],
-                   "inReplyToMessageId": parent, "bodyBytes": len(str(p["body"]).encode("utf-8"))}
+        binding = {"id": draft_id, "mailboxId": mailbox_id, "subject": row["subject"], "to": list(row["to_addresses"]),
+                   "inReplyToMessageId": parent, "bodyBytes": len(str(row["body"]).encode("utf-8"))}
         self.drafts[draft_id] = binding
         return EffectResult(outcome=WOULD, subject=draft_id, binding=binding)
 
     def _propose(self, draft_id: str) -> EffectResult:
+        if draft_id in self.proposed:
+            # The seal retires the draft it seals: the live run would not read it again.
+            return EffectResult(outcome="refused", reason="not_readable", subject=draft_id)
         if draft_id in self.drafts:
             mailbox_id = str(self.drafts[draft_id]["mailboxId"])
         else:
@@ -163,11 +187,10 @@ class DryEffects:
                                                    draft_id=draft_id).mailbox_id)
             except MailnodeError:
                 return EffectResult(outcome="refused", reason="not_readable", subject=draft_id)
-        if not holds(self.conn, self.who.org_id, self.who.butler_id, live_effects.SEND_PROPOSE, "mailbox", mailbox_id):
-            return EffectResult(outcome="refused", reason="E_MAY_NOT_SEND_AS_MAILBOX", subject=draft_id)
-        reason = effective_on_mailbox(self.conn, self.who, mailbox_id, live_effects.SEND_PROPOSE)
-        if reason is not None:
-            return EffectResult(outcome="refused", reason=reason, subject=mailbox_id)
+        refused = live_effects.propose_reason(self.conn, self.who, mailbox_id)
+        if refused is not None:
+            return EffectResult(outcome="refused", reason=refused[0], subject=draft_id if refused[1] else mailbox_id)
+        self.proposed.add(draft_id)
         return EffectResult(outcome=WOULD, subject=draft_id)
 
 
@@ -208,7 +231,7 @@ async def simulate(conn: Connection, *, org_id: str, principal_id: str, butler_i
                        "A dry run walks the draft, or the live version when there is no draft.",
                        f"Save a draft: PUT /api/butlers/{butler_id}/draft.", butler_id=butler_id)
     r = butler_runs.c
-    source = conn.execute(select(r.id, r.trigger_event, r.trigger_facts)
+    source = conn.execute(select(r.id, r.trigger_event, r.trigger_key, r.trigger_facts)
                           .where(r.id == run_id, r.org_id == org_id)).first()
     if source is None:
         raise _no_run(run_id)
@@ -220,7 +243,7 @@ async def simulate(conn: Connection, *, org_id: str, principal_id: str, butler_i
         "butler_id": butler_id, "version_id": prog.id, "version_state": prog.state, "run_id": run_id,
         "paused": prog.pause_id, "limits": list(LIMITS), "waits": [], "nodes": [],
         "trigger_facts_redacted": None if may_read else disclose(facts, False)[1]}
-    checked = check(prog.ast_json)
+    checked = check_stored(prog.ast_json, pot=pot)
     report["checks"] = checked.ok
     report["findings"] = [f.render() for f in checked.findings]
     if not checked.ok or checked.ast is None or checked.price is None:
@@ -237,7 +260,7 @@ async def simulate(conn: Connection, *, org_id: str, principal_id: str, butler_i
     sponsor = prog.published_by if prog.state == "published" else principal_id
     who = Principal(org_id=org_id, butler_id=butler_id, sponsor_id=str(sponsor),
                     ceiling=Ceiling.from_capabilities([c.model_dump() for c in document.capabilities]))
-    dry = DryEffects(conn=conn, who=who, pot=pot)
+    dry = DryEffects(conn=conn, who=who, pot=pot, trigger_key=source.trigger_key)
     state = initial_state(facts, butler_id, prog.id, prog.name)
     result = await walk(document, state, dry, source.trigger_event)
     types = {n.id: n.type for n in document.nodes}

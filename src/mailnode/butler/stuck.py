@@ -27,8 +27,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mailnode import budgets
-from mailnode.butler.ast import ForeachNode, MapNode, Node, WaitNode
-from mailnode.butler.cost import loop_bodies
+from mailnode.butler.ast import Node, WaitNode
+from mailnode.butler.cost import multipliers
 
 #: DBOS workflow statuses under which the workflow still runs, or will once an executor picks it up.
 LIVE_WORKFLOW_STATUSES = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
@@ -43,17 +43,11 @@ def wait_bound_seconds(nodes: Sequence[Node]) -> int:
     over all nodes (branches are added, not maxed: an over-estimate), saturating at
     ``budgets.JSON_SAFE_INTEGER_MAX`` seconds.
     """
-    bodies = loop_bodies(nodes)
-    bound = {n.id: int(n.max_items) for n in nodes if isinstance(n, (MapNode, ForeachNode))}
+    mult = multipliers(nodes)
     total = 0
     for n in nodes:
-        if not isinstance(n, WaitNode):
-            continue
-        seconds = int(n.seconds)
-        for loop_id, body in bodies.items():
-            if n.id in body:
-                seconds = min(seconds * bound[loop_id], _CAP)
-        total = min(total + seconds, _CAP)
+        if isinstance(n, WaitNode):
+            total = min(total + min(int(n.seconds) * mult[n.id], _CAP), _CAP)
     return total
 
 

@@ -5,7 +5,8 @@ loop detector can see anything at all (seed 003 "What doctor says, and the hard 
   figure behind it and the route that resumes it (degraded: the mail still arrives and is still
   answerable by hand, but nothing answers it automatically).
 - ``butler_run_silence``: a published, unpaused Butler whose trigger address received mail after its
-  publication and which never ran since, or whose stored program no longer parses, is degraded; one
+  publication and which never ran since, or whose stored program no longer parses or checks (the
+  engine refuses it at run start), is degraded; one
   that nothing reached is reported idle, which is not a fault. A paused Butler is left out: its
   silence is explained by ``butler_paused``.
 - ``butler_loop_detection``: armed when some inbound message carries In-Reply-To (the detector follows
@@ -29,7 +30,7 @@ from sqlalchemy import exists, func, select
 
 from mailnode import budgets, runtime
 from mailnode.butler import pause, stuck
-from mailnode.butler.check import check
+from mailnode.butler.check import check_stored
 from mailnode.butler.run_tables import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.butler.trigger import listening_on
@@ -67,8 +68,9 @@ def butler_paused(node: Node, org_id: str | None) -> Finding:
                   "the cause is fixed, one administrator resumes each with a reason: ")
 
 
-def _silence(conn: Any, org_id: str) -> list[dict[str, Any]]:
-    """Per published, unpaused Butler: its address, mail that arrived since publication, runs since."""
+def _silence(conn: Any, org_id: str, pot: int) -> list[dict[str, Any]]:
+    """Per published, unpaused Butler: its address, whether its stored program still checks against ``pot``
+    (the engine refuses one that does not, ``ast_does_not_check``), mail that arrived since publication, runs since."""
     v = butler_versions.c
     rows = conn.execute(select(v.butler_id, v.id, v.ast_json, v.published_at, butlers.c.name)
                         .join(butlers, butlers.c.id == v.butler_id)
@@ -82,8 +84,8 @@ def _silence(conn: Any, org_id: str) -> list[dict[str, Any]]:
         address = listening_on(row.ast_json)
         item: dict[str, Any] = {"butler_id": row.butler_id, "name": row.name, "version_id": row.id,
                                 "published_at": row.published_at.isoformat(), "address": address}
-        if address is None:
-            item.update(parses=False, arrived=None, runs=None)
+        if address is None or not check_stored(row.ast_json, pot=pot).ok:
+            item.update(parses=address is not None, checks=False, arrived=None, runs=None)
             out.append(item)
             continue
         arrived = conn.execute(select(func.count()).select_from(messages).where(
@@ -91,7 +93,7 @@ def _silence(conn: Any, org_id: str) -> list[dict[str, Any]]:
             m.received_at >= row.published_at)).scalar_one()
         ran = conn.execute(select(func.count()).select_from(butler_runs).where(
             r.org_id == org_id, r.butler_id == row.butler_id, r.started_at >= row.published_at)).scalar_one()
-        item.update(parses=True, arrived=int(arrived), runs=int(ran))
+        item.update(parses=True, checks=True, arrived=int(arrived), runs=int(ran))
         out.append(item)
     return out
 
@@ -102,20 +104,21 @@ def butler_run_silence(node: Node, org_id: str | None) -> Finding:
     if org_id is None:
         return _no_org(name)
     with node.read() as conn:
-        items = _silence(conn, org_id)
+        items = _silence(conn, org_id, node.settings.butler_run_pot)
     if not items:
         return Finding(name, Severity.REPORT, True, "no published Butler is running (or none is published)")
-    broken = [i for i in items if not i["parses"]]
-    silent = [i for i in items if i["parses"] and i["arrived"] and not i["runs"]]
-    idle = [i for i in items if i["parses"] and not i["arrived"]]
+    broken = [i for i in items if not i["checks"]]
+    silent = [i for i in items if i["checks"] and i["arrived"] and not i["runs"]]
+    idle = [i for i in items if i["checks"] and not i["arrived"]]
     if broken or silent:
         text = "; ".join(
-            [f"{i['name']!r}: its stored program does not parse, so it can never run" for i in broken]
+            [f"{i['name']!r}: its stored program does not {'check' if i['parses'] else 'parse'}, so it can never run"
+             for i in broken]
             + [f"{i['name']!r}: {i['arrived']} messages reached {i['address']} since it was published at "
                f"{i['published_at']}, and it never ran" for i in silent])
         return Finding(name, Severity.DEGRADED, False, text,
                        "Read the node's log for butler.* lines and the Butler's runs (GET /api/butler-runs?butler_id=); "
-                       "publish a version that checks (PUT /api/butlers/{id}/draft, POST /api/butlers/{id}/publish).",
+                       "publish a version that checks (mailnode butler check FILE lists every finding; PUT /api/butlers/{id}/draft, POST /api/butlers/{id}/publish).",
                        {"butlers": items})
     text = f"{len(items) - len(idle)} published Butlers ran on the mail that reached them"
     if idle:
@@ -151,7 +154,7 @@ def butler_loop_detection(node: Node, org_id: str | None) -> Finding:
                    "has proposed a send", data=data)
 
 
-def _live_runs(conn: Any, org_id: str) -> list[stuck.RunFacts]:
+def _live_runs(conn: Any, org_id: str, pot: int) -> list[stuck.RunFacts]:
     """The organisation's live runs, oldest state first (at most ``BUTLER_RUN_STUCK_SCAN_MAX`` + 1), each
     with its program's ``wait_bound_seconds`` (None when the stored program does not check)."""
     r = butler_runs.c
@@ -162,7 +165,7 @@ def _live_runs(conn: Any, org_id: str) -> list[stuck.RunFacts]:
     bounds: dict[str, int | None] = {}
     for row in rows:
         if row.version_id not in bounds:
-            checked = check(row.ast_json)
+            checked = check_stored(row.ast_json, pot=pot)
             bounds[row.version_id] = (stuck.wait_bound_seconds(checked.ast.nodes)
                                       if checked.ok and checked.ast is not None else None)
     return [stuck.RunFacts(row.id, row.butler_id, row.state, row.state_at, bounds[row.version_id]) for row in rows]
@@ -183,7 +186,7 @@ def butler_runs_stuck(node: Node, org_id: str | None) -> Finding:
     if org_id is None:
         return _no_org(name)
     with node.read() as conn:
-        runs = _live_runs(conn, org_id)
+        runs = _live_runs(conn, org_id, node.settings.butler_run_pot)
     examined = runs[: budgets.BUTLER_RUN_STUCK_SCAN_MAX]
     more = len(runs) > len(examined)
     if not examined:

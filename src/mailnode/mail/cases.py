@@ -54,6 +54,42 @@ def get_case(conn: Connection, *, org_id: str, principal_id: str, case_id: str) 
     return row
 
 
+def claim_refusal(*, state: str, holder_id: str | None, principal_id: str, assignee_id: str,
+                  principal_may_work: bool, assignee_may_work: bool, take: bool) -> str | None:
+    """Pure: the code ``claim`` refuses with over these facts, or None when it assigns.
+
+    ``E_MAY_NOT_WORK_CASE``, ``E_ASSIGNEE_MAY_NOT_WORK_IT``, ``E_CASE_CLOSED``, ``E_CASE_HELD`` (an
+    assignee already, and not ``take``), in that order. The Butler dry run decides a ``case.assign`` with
+    this same function over the facts it reads, so it cannot disagree with the claim.
+    """
+    if not principal_may_work:
+        return "E_MAY_NOT_WORK_CASE"
+    if assignee_id != principal_id and not assignee_may_work:
+        return "E_ASSIGNEE_MAY_NOT_WORK_IT"
+    if state != "open":
+        return "E_CASE_CLOSED"
+    if holder_id is not None and not take:
+        return "E_CASE_HELD"
+    return None
+
+
+def close_refusal(*, state: str, holder_id: str | None, principal_id: str) -> str | None:
+    """Pure: the code ``close`` refuses with (``E_CASE_CLOSED``, ``E_NOT_YOUR_CASE``), or None when it closes."""
+    if state != "open":
+        return "E_CASE_CLOSED"
+    if holder_id != principal_id:
+        return "E_NOT_YOUR_CASE"
+    return None
+
+
+def _held(case_id: str, holder_id: str | None, since: datetime | None) -> MailnodeError:
+    return conflict("E_CASE_HELD",
+                    f"Case {case_id} is held by {holder_id} since {since.isoformat() if since else '(unknown)'}.",
+                    "A claim succeeds only on an unassigned case.",
+                    f"POST /api/cases/{case_id}/claim with {{\"take\": true}} to take it over.",
+                    case_id=case_id, assignee_id=holder_id, since=since.isoformat() if since else None)
+
+
 def claim(conn: Connection, *, org_id: str, principal_id: str, at: datetime, case_id: str,
           assignee_id: str | None = None, take: bool = False) -> dict[str, Any]:
     """Assign an open case (to the caller by default) with one conditional update.
@@ -63,20 +99,29 @@ def claim(conn: Connection, *, org_id: str, principal_id: str, at: datetime, cas
     and since when; retry with ``take: true`` to take it over).
     """
     row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)
-    if not holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id):
+    assignee = assignee_id or principal_id
+    principal_may_work = holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id)
+    assignee_may_work = principal_may_work and (
+        assignee == principal_id or holds(conn, org_id, assignee, "send.propose", "mailbox", row.mailbox_id))
+    refusal = claim_refusal(state=row.state, holder_id=row.assignee_id, principal_id=principal_id,
+                            assignee_id=assignee, principal_may_work=principal_may_work,
+                            assignee_may_work=assignee_may_work, take=take)
+    if refusal == "E_MAY_NOT_WORK_CASE":
         raise MailnodeError(code="E_MAY_NOT_WORK_CASE", what=f"You may not work case {case_id}.",
                             why="Claiming a case needs send.propose on its mailbox.",
                             fix="Ask an administrator for send.propose on the mailbox (POST /api/access).",
                             status=403, detail={"case_id": case_id, "mailbox_id": row.mailbox_id})
-    assignee = assignee_id or principal_id
-    if assignee != principal_id and not holds(conn, org_id, assignee, "send.propose", "mailbox", row.mailbox_id):
+    if refusal == "E_ASSIGNEE_MAY_NOT_WORK_IT":
         raise conflict("E_ASSIGNEE_MAY_NOT_WORK_IT", f"{assignee} may not work this mailbox's cases.",
                        "An assignee needs send.propose on the case's mailbox.",
                        "Grant them send.propose (POST /api/access) or name someone who holds it.",
                        case_id=case_id, assignee_id=assignee)
-    if row.state != "open":
+    if refusal == "E_CASE_CLOSED":
         raise conflict("E_CASE_CLOSED", f"Case {case_id} is closed.", "Only open cases can be assigned.",
                        "A new message in the conversation opens a new case.", case_id=case_id)
+    if refusal == "E_CASE_HELD":
+        raise _held(case_id, row.assignee_id, row.assigned_at)
+    # The conditional update still decides a race with another claim between the read and the write.
     q = update(cases).where(cases.c.id == case_id, cases.c.state == "open")
     q = q if take else q.where(cases.c.assignee_id.is_(None))
     result = conn.execute(q.values(assignee_id=assignee, assigned_at=at))
@@ -85,31 +130,35 @@ def claim(conn: Connection, *, org_id: str, principal_id: str, at: datetime, cas
         if holder.state != "open":
             raise conflict("E_CASE_CLOSED", f"Case {case_id} is closed.", "It was closed meanwhile.",
                            "Nothing to do.", case_id=case_id)
-        raise conflict("E_CASE_HELD",
-                       f"Case {case_id} is held by {holder.assignee_id} since {holder.assigned_at.isoformat()}.",
-                       "A claim succeeds only on an unassigned case.",
-                       f"POST /api/cases/{case_id}/claim with {{\"take\": true}} to take it over.",
-                       case_id=case_id, assignee_id=holder.assignee_id, since=holder.assigned_at.isoformat())
+        raise _held(case_id, holder.assignee_id, holder.assigned_at)
     action = "case.claim_taken" if take and row.assignee_id and row.assignee_id != assignee else "case.claimed"
     audit.append(conn, org_id=org_id, at=at, action=action, actor_id=principal_id, subject=case_id,
                  detail={"assignee_id": assignee, "previous_assignee_id": row.assignee_id})
     return case_json(conn.execute(select(cases).where(cases.c.id == case_id)).one())
 
 
+def _not_yours(case_id: str, holder_id: str | None) -> MailnodeError:
+    return conflict("E_NOT_YOUR_CASE", f"Case {case_id} is not held by you.",
+                    "Only the assignee closes a case.",
+                    f"Claim it first: POST /api/cases/{case_id}/claim (with take: true if someone holds it).",
+                    case_id=case_id, assignee_id=holder_id)
+
+
 def close(conn: Connection, *, org_id: str, principal_id: str, at: datetime, case_id: str) -> dict[str, Any]:
     """Close a case the caller holds. ``E_NOT_YOUR_CASE`` (409) otherwise, ``E_CASE_CLOSED`` (409)."""
     row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)
-    if row.state != "open":
+    refusal = close_refusal(state=row.state, holder_id=row.assignee_id, principal_id=principal_id)
+    if refusal == "E_CASE_CLOSED":
         raise conflict("E_CASE_CLOSED", f"Case {case_id} is already closed.", "A case closes once.",
                        "Nothing to do.", case_id=case_id)
+    if refusal == "E_NOT_YOUR_CASE":
+        raise _not_yours(case_id, row.assignee_id)
+    # The conditional update still decides a race with a claim or close between the read and the write.
     result = conn.execute(update(cases).where(cases.c.id == case_id, cases.c.state == "open",
                                               cases.c.assignee_id == principal_id)
                           .values(state="closed", closed_at=at, closed_by=principal_id))
     if result.rowcount == 0:
-        raise conflict("E_NOT_YOUR_CASE", f"Case {case_id} is not held by you.",
-                       "Only the assignee closes a case.",
-                       f"Claim it first: POST /api/cases/{case_id}/claim (with take: true if someone holds it).",
-                       case_id=case_id, assignee_id=row.assignee_id)
+        raise _not_yours(case_id, row.assignee_id)
     audit.append(conn, org_id=org_id, at=at, action="case.closed", actor_id=principal_id, subject=case_id)
     return case_json(conn.execute(select(cases).where(cases.c.id == case_id)).one())
 

@@ -12,6 +12,7 @@ author gets ``E_NO_SUCH_DRAFT`` (404). Sealing retires the draft (``outbound.sea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -72,17 +73,26 @@ def _check_authority(conn: Connection, org_id: str, author_id: str, mailbox_id: 
         raise may_not_send(mailbox_id)
 
 
-def create(conn: Connection, *, org_id: str, author_id: str, at: datetime, mailbox_id: str,
-           in_reply_to_message_id: str | None = None, **values: Any) -> dict[str, Any]:
-    """Save a new draft (``values``: to, cc, bcc, subject, body). Raises the module's codes."""
+def vet_new(conn: Connection, *, org_id: str, author_id: str, mailbox_id: str,
+            in_reply_to_message_id: str | None = None, triggered_by: str | None = None,
+            drafted: Mapping[str, str] | None = None, **values: Any) -> dict[str, Any]:
+    """Every decision ``create`` makes before it writes, with reads only; the row it would insert.
+
+    Raises the module's codes (``E_MAY_NOT_SEND_AS_MAILBOX``, ``E_NO_SUCH_PARENT``, ``E_DRAFT_EXISTS``,
+    the composition codes). ``triggered_by`` is passed to ``parents.may_reply_to``; ``drafted`` maps a
+    parent to a draft the caller knows the author has without a row (the Butler dry run's own drafts).
+    The dry run calls this on a read-only connection, so it decides a ``draft`` exactly as ``create`` does.
+    """
     _check_authority(conn, org_id, author_id, mailbox_id)
     if in_reply_to_message_id is not None:
         parse_id(in_reply_to_message_id, "msg", "in_reply_to_message_id")
         parent = conn.execute(select(messages.c.mailbox_id).where(messages.c.id == in_reply_to_message_id,
                                                                   messages.c.org_id == org_id)).first()
         if parent is None or not may_reply_to(conn, org_id=org_id, author_id=author_id, parent_id=in_reply_to_message_id,
-                                              parent_mailbox_id=parent.mailbox_id):
+                                              parent_mailbox_id=parent.mailbox_id, triggered_by=triggered_by):
             raise no_such_parent(in_reply_to_message_id)
+        if drafted and in_reply_to_message_id in drafted:
+            raise _exists(drafted[in_reply_to_message_id], in_reply_to_message_id)
         existing = conn.execute(select(drafts.c.id).where(drafts.c.author_id == author_id,
                                                           drafts.c.in_reply_to_message_id == in_reply_to_message_id)
                                 ).first()
@@ -90,6 +100,14 @@ def create(conn: Connection, *, org_id: str, author_id: str, at: datetime, mailb
             raise _exists(existing.id, in_reply_to_message_id)
     row = {"to_addresses": [], "cc_addresses": [], "bcc_addresses": [], "subject": "", "body": ""}
     row.update(_clean({k: v for k, v in values.items() if k in _FIELDS}))
+    return row
+
+
+def create(conn: Connection, *, org_id: str, author_id: str, at: datetime, mailbox_id: str,
+           in_reply_to_message_id: str | None = None, **values: Any) -> dict[str, Any]:
+    """Save a new draft (``values``: to, cc, bcc, subject, body). Raises the module's codes (``vet_new``)."""
+    row = vet_new(conn, org_id=org_id, author_id=author_id, mailbox_id=mailbox_id,
+                  in_reply_to_message_id=in_reply_to_message_id, **values)
     did = new_id("dft")
     try:
         with conn.begin_nested():
