@@ -17,7 +17,8 @@ id. In order:
    price plus ``BUTLER_RUN_ENGINE_FIXED_STATEMENTS`` over the pot, ``Settings.butler_run_pot``);
 4. the walk (``walk.walk``) with ``LiveEffects``: each effect node is one durable step named
    ``<node id>#<visit>``, a ``wait`` is ``DBOS.sleep_async``, a Butler's send parks on
-   ``DBOS.recv_async`` for ``Settings.butler_release_timeout_seconds``;
+   ``DBOS.recv_async`` for ``Settings.butler_release_timeout_seconds`` (a person's release resumes it; the
+   send cancelled, withheld or refused meanwhile ends it ``stopped/send_<state>``: ``butler.parked``);
 5. ``close`` (a step): the terminal state, reason, counts and the spend not yet stored.
 
 Exactly-once effects. An effect step runs one mailnode transaction that first looks for the effect
@@ -57,7 +58,7 @@ from dbos import DBOS
 
 from mailnode import budgets, runtime
 from mailnode.butler import effects as live
-from mailnode.butler import record
+from mailnode.butler import parked, record
 from mailnode.butler.ast import ButlerDocument
 from mailnode.butler.authority import Ceiling, Principal
 from mailnode.butler.check import check
@@ -196,11 +197,18 @@ class LiveEffects:
         await DBOS.sleep_async(seconds)
 
     async def await_release(self, call: EffectCall, result: EffectResult) -> bool:
-        """Park on the send's release topic; True when released, False when the gate timed out."""
+        """Park on the send's release topic; True when released, False when the gate timed out.
+
+        Raises ``effects.RunEnds`` (``stopped`` with the message's reason) when the message says the send
+        was decided against while it waited (``butler.parked``: cancelled, withheld, refused).
+        """
         message = await DBOS.recv_async(release_topic(str(result.subject)),
                                         timeout_seconds=self.release_timeout_seconds)
         if message is None:
             return False
+        if isinstance(message, dict) and message.get("ended"):
+            raise live.RunEnds(parked.END_STATE, str(message["ended"]), node=call.node_id, send_id=result.subject,
+                               send_state=message.get("state"))
         await DBOS.run_step_async({"name": f"{call.step}:released"}, _resume_step, str(self.ctx["run_id"]))
         return True
 

@@ -3,6 +3,8 @@
 - ``cancel``: ``held`` or ``awaiting`` → ``cancelled`` (one conditional update; recipients follow; a
   pending approval of the send is settled ``cancelled`` in the same transaction; ``send.cancelled``).
   Needs ``send.propose`` on the mailbox. ``E_SEND_NOT_STOPPABLE`` (409) names the state it is in instead.
+  A Butler run parked on the send's release ends ``stopped/send_cancelled`` in the same transaction
+  (``butler.parked``; the caller tells its workflow after the commit, ``parked.tell``).
 - ``release_hold``: ``awaiting/policy_hold`` → ``held`` (``release_at`` unchanged; recipients follow;
   ``send.released``). Needs ``send.propose`` on the mailbox (the author may release their own). A
   Butler's send moves on to the next gate of the total order, ``awaiting/butler_release_required``,
@@ -29,6 +31,7 @@ from sqlalchemy import Connection, func, select, update
 
 from mailnode import audit
 from mailnode.authz import holds
+from mailnode.butler import parked
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import approvals
 from mailnode.ids import parse_id, prefix_of
@@ -85,9 +88,12 @@ def cancel(conn: Connection, *, org_id: str, principal_id: str, at: datetime, se
     # An approval nobody needs any more is settled with its subject, so it leaves the deciders' queue.
     approval_cancelled = approvals.cancel_pending(conn, kind=approvals.SubjectKind.SEND_MANIFEST,
                                                   subject_id=send_id, now=at)
+    # A Butler run parked on this send's release will never be released: it ends now (butler.parked).
+    ended = parked.end_parked_on(conn, org_id=org_id, send_id=send_id, send_state=SendState.CANCELLED.value, at=at)
     audit.append(conn, org_id=org_id, at=at, action="send.cancelled", actor_id=principal_id, subject=send_id,
                  detail={"from": row.state, "from_reason": row.state_reason, "stopped_before_dispatch": True,
-                         "approval_cancelled": approval_cancelled})
+                         "approval_cancelled": approval_cancelled,
+                         **({"run_stopped": ended.run_id} if ended is not None else {})})
     return SendState.CANCELLED.value
 
 
