@@ -16,7 +16,9 @@
   ``E_RETRY_RACED`` (409) when the state moved meanwhile. ``send.retried``.
 - ``resend_may_duplicate`` (mode ``resend-may-duplicate``): a person, a reason and
   ``accept_duplicate_risk: true``; a new manifest (``resend_of``) sealed through the same seal, to the
-  recipients the first one may not have reached, entering the hold window. ``send.resent``.
+  recipients the first one may not have reached, entering the hold window. ``send.resent``. The copy keeps
+  the original author and the headers that mark a Butler's mail automatic (``Auto-Submitted: auto-replied``,
+  RFC 3834); the resender is the actor (spec/butler.md §8.2: original author, no release gate).
 Unknown or undisclosed sends are ``E_NO_SUCH_SEND`` (404) alike. A send whose sealed body retention deleted
 is refused by both modes up front, before the offer is read and with nothing written: 410
 ``E_CONTENT_DELETED`` (spec/transactional.md §5; re-queuing it would only reach a dispatch with no body).
@@ -200,10 +202,12 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
                        f"Its offer is {offer.mode} ({offer.basis}).", f"Read the offer at GET /api/sends/{send_id}.",
                        send_id=send_id, offer=offer.to_json())
     body = retention_io.read_content(node, source_id=send_id, digest=row.body_typed_sha256).decode("utf-8")
-    sealed = seal(node, org_id=org_id, author_id=principal_id, request=SealRequest(
+    # The copy keeps the original author (a Butler's stays a Butler's, Auto-Submitted and all); the
+    # person who resends is the actor and the authority asked (SealRequest.resent_by).
+    sealed = seal(node, org_id=org_id, author_id=row.author_id, request=SealRequest(
         mailbox_id=row.mailbox_id, to=row.to_addresses, cc=row.cc_addresses, bcc=row.bcc_addresses,
         subject=row.subject, body=body, in_reply_to_message_id=row.in_reply_to_message_id,
-        sender_address=row.envelope_from, resend_of=send_id, resend_reason=reason.strip(),
+        sender_address=row.envelope_from, resend_of=send_id, resend_reason=reason.strip(), resent_by=principal_id,
         envelope_only=frozenset(pending)))
     return sealed
 
