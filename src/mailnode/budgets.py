@@ -201,6 +201,9 @@ BUTLER_SOURCE_MAX_BYTES = 1_000_000
 BUTLER_VERSION_MAX_BYTES = 2 * BUTLER_SOURCE_MAX_BYTES
 #: Longest Butler name, in characters. Sized: a name is a label shown in lists and audit entries.
 BUTLER_NAME_MAX_CHARS = 200
+#: Longest reason an administrator gives for disabling a Butler, in characters. Sized: a sentence or two kept
+#: in the row and the audit entry (``butler.disabled``); the same order as a resend's audited reason (300).
+BUTLER_DISABLE_REASON_MAX_CHARS = 500
 #: How long ``mailnode butler create|draft|publish|list`` wait for the node's answer. Sized: the slowest
 #: route checks a program at BUTLER_SOURCE_MAX_BYTES twice (save, publish), well under a second each.
 BUTLER_CLI_HTTP_TIMEOUT_SECONDS = 30

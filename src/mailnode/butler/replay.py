@@ -23,7 +23,7 @@ then re-run" work, and the content rule (``replay_rule``) keeps a re-run from se
 source already proposed. Refusals (nothing written): ``E_NO_SUCH_BUTLER_RUN`` (404),
 ``E_BUTLER_REPLAY_MODE_UNKNOWN`` (422), ``E_BUTLER_REPLAY_INPUT_NOT_RECORDED``,
 ``E_BUTLER_REPLAY_VERSION_NOT_PUBLISHED``, ``E_BUTLER_REPLAY_PROGRAM_DOES_NOT_CHECK``,
-``E_BUTLER_PAUSED`` (409).
+``E_BUTLER_PAUSED``, ``E_BUTLER_DISABLED`` (409).
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ def _source(conn: Connection, org_id: str, principal_id: str, run_id: str) -> An
     live = butler_versions.alias("live")
     row = conn.execute(
         select(butler_runs, _V.state.label("version_state"), _V.ast_json, butlers.c.name.label("butler_name"),
+               butlers.c.disabled_at,
                live.c.id.label("live_id"), live.c.ast_json.label("live_ast_json"),
                butler_pauses.c.id.label("pause_id"))
         .join(butler_versions, _V.id == _R.version_id).join(butlers, butlers.c.id == _R.butler_id)
@@ -170,6 +171,8 @@ def availability(row: Any) -> ReRunAvailability:
         return ReRunAvailability(False, "program_does_not_check")
     if row.pause_id is not None:
         return ReRunAvailability(False, "butler_paused")
+    if row.disabled_at is not None:
+        return ReRunAvailability(False, "butler_disabled")
     return ReRunAvailability(True, None)
 
 
@@ -256,12 +259,16 @@ _REFUSALS: dict[str, tuple[str, str, str]] = {
                                "The engine would refuse it before any effect."),
     "butler_paused": ("E_BUTLER_PAUSED", "The Butler is paused.",
                       "A paused Butler starts no run, a re-run included."),
+    "butler_disabled": ("E_BUTLER_DISABLED", "The Butler is disabled.",
+                        "A disabled Butler starts no run, a re-run included."),
 }
 
 
 def _fix(why: str, row: Any) -> str:
     if why == "butler_paused":
         return f"Resume it first: POST /api/butler-pauses/{row.pause_id}/resume with a reason."
+    if why == "butler_disabled":
+        return f"Enable it first: POST /api/butlers/{row.butler_id}/enable (mailnode butler enable {row.butler_id})."
     if why == "input_not_recorded":
         return "Nothing changes this run; a new delivery starts a new one."
     return f"Publish a version that checks: PUT /api/butlers/{row.butler_id}/draft, then POST /api/butlers/{row.butler_id}/publish."
