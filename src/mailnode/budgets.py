@@ -391,6 +391,15 @@ NOTICE_SEAL_RETRY_MAX_SECONDS = 86_400
 #: Deciders (holders of ``approval.decide`` on the held mailbox, other than the one asking) who must
 #: approve lifting a legal hold (reference: LIFT_STAGES = [2], spec/outbound.md §6.2).
 HOLD_LIFT_APPROVERS = 2
+#: Deciders (holders of ``approval.decide`` on the mailbox, other than the one asking) who must approve a
+#: supervised grant to read a mailbox's mail facts (reference: SUPERVISED_STAGES = [2], spec/outbound.md §6.2).
+SUPERVISED_APPROVERS = 2
+#: The longest a supervised grant lives once granted, in seconds. Sized: a working week of one investigation;
+#: the grant is time-limited by design (seed 003 §7), so a longer need is a new request the deciders see again.
+SUPERVISED_GRANT_MAX_SECONDS = 7 * 86_400
+#: Longest reason given for a supervised grant, in characters. Sized like BUTLER_DISABLE_REASON_MAX_CHARS: the
+#: deciders read it in the approvals queue and it is kept in the row and the audit trail.
+SUPERVISED_REASON_MAX_CHARS = 500
 #: Longest ``matter_id`` of a legal hold, in characters. Sized like APP_NAME_MAX_CHARS: a matter reference
 #: is a label shown in hold lists, the approvals queue and the audit trail (it was silently cut at 200 before
 #: it was refused; issue 9 follow-up).

@@ -50,6 +50,7 @@ class SubjectKind(StrEnum):
     SEND_MANIFEST = "send_manifest"
     DOMAIN_PAUSE = "domain_pause"
     HOLD_LIFT = "hold_lift"
+    SUPERVISED_READ = "supervised_read"
 
 
 class ApprovalState(StrEnum):
@@ -103,6 +104,9 @@ SUBJECTS: dict[SubjectKind, SubjectSpec] = {
                                           _pause_refused, _pause_refused, "E_DOMAIN_PAUSE_RACED"),
     SubjectKind.HOLD_LIFT: SubjectSpec("mailbox", "approval.decide", None, effects.hold_lifted,
                                        effects.hold_lift_refused, effects.hold_lift_refused, "E_HOLD_LIFT_RACED"),
+    SubjectKind.SUPERVISED_READ: SubjectSpec("mailbox", "approval.decide", None, effects.supervised_granted,
+                                             effects.supervised_refused, effects.supervised_refused,
+                                             "E_SUPERVISED_RACED"),
 }
 
 
