@@ -11,7 +11,7 @@ def test_a_failed_run_records_its_node_expression_and_four_part_error(world: Wor
     doc = program([
         {"id": "strict", "type": "guard", "when": "${event.dmarc.policy}", "then": None, "otherwise": None},
     ], "strict")
-    bid, _ = world.publish(doc)
+    world.publish(doc)
     run = world.wait_run(world.deliver(message()))
     assert (run.state, run.outcome_reason) == ("failed", "E_BUTLER_EXPR_UNRESOLVED")
     shown = world.api.get(f"/api/butler-runs/{run.id}", headers=world.admin).json()["butler_run"]
