@@ -47,6 +47,10 @@ def test_a_supervised_grant_opens_a_runs_mail_facts_for_its_time_and_every_read_
     # Asked is not granted: still redacted, nothing recorded.
     assert facts()["trigger_facts_redacted"] is not None and _opened(world) == []
 
+    queue = world.api.get("/api/approvals", headers=deciders[0]).json()["approvals"]
+    asked = next(a for a in queue if a["id"] == approval_id)
+    assert asked["subject_kind"] == "supervised_read"
+    assert (asked["supervised"]["reason"], asked["supervised"]["scope"]) == (ask["reason"], "metadata")
     for decider in deciders:
         d = world.api.post(f"/api/approvals/{approval_id}/decide", json={"decision": "approve"}, headers=decider)
         assert d.status_code == 200, d.text
