@@ -338,6 +338,9 @@ BUTLER_VERSION_MAX_BYTES = 2 * BUTLER_SOURCE_MAX_BYTES
 BUTLER_CHECKED_CACHE_MAX_BYTES = 8 * BUTLER_SOURCE_MAX_BYTES
 #: Longest Butler name, in characters. Sized: a name is a label shown in lists and audit entries.
 BUTLER_NAME_MAX_CHARS = 200
+#: Longest reason an administrator gives for disabling a Butler, in characters. Sized: a sentence or two kept
+#: in the row and the audit entry (``butler.disabled``); the same order as a resend's audited reason (300).
+BUTLER_DISABLE_REASON_MAX_CHARS = 500
 #: How long ``mailnode butler create|draft|publish|list`` wait for the node's answer. Sized: the slowest
 #: route checks a program at BUTLER_SOURCE_MAX_BYTES twice (save, publish), well under a second each.
 BUTLER_CLI_HTTP_TIMEOUT_SECONDS = 30
@@ -374,10 +377,11 @@ BUTLER_PRICE_CASE_ASSIGN_STATEMENTS = 8
 BUTLER_PRICE_CASE_CLOSE_STATEMENTS = 3
 BUTLER_PRICE_DRAFT_STATEMENTS = 10
 BUTLER_PRICE_SEND_PROPOSE_STATEMENTS = 20
-#: What one lost race of ``audit.append`` for the next sequence number costs: the tip read and the insert
-#: again (measured on PostgreSQL: a draft took 16 statements instead of 14 when another writer audited in
-#: between). Every effect that audits reserves one such retry; further retries (up to AUDIT_APPEND_ATTEMPTS)
-#: need sustained contention on one organisation's audit chain.
+#: A margin of two statements for every effect that audits. It was measured as the cost of one lost race of
+#: ``audit.append`` for the next sequence number (the tip read and the insert again: a draft took 16
+#: statements instead of 14 on PostgreSQL when another writer audited in between); since appends take the
+#: organisation's chain lock (``audit.py``, issue 14 item 10) they neither race nor retry, and the margin
+#: is kept so a reservation stays above what its node measures.
 BUTLER_RESERVE_AUDIT_RACE_STATEMENTS = 2
 #: Runtime reservations, at least what tests/butler_run/test_metering_worst_paths.py measures for each node
 #: type on its dearest path as the engine performs it (the effect-row check, the sponsor's subjects, the
@@ -538,6 +542,15 @@ NOTICE_SEAL_RETRY_MAX_SECONDS = 86_400
 #: Deciders (holders of ``approval.decide`` on the held mailbox, other than the one asking) who must
 #: approve lifting a legal hold (reference: LIFT_STAGES = [2], spec/outbound.md §6.2).
 HOLD_LIFT_APPROVERS = 2
+#: Deciders (holders of ``approval.decide`` on the mailbox, other than the one asking) who must approve a
+#: supervised grant to read a mailbox's mail facts (reference: SUPERVISED_STAGES = [2], spec/outbound.md §6.2).
+SUPERVISED_APPROVERS = 2
+#: The longest a supervised grant lives once granted, in seconds. Sized: a working week of one investigation;
+#: the grant is time-limited by design (seed 003 §7), so a longer need is a new request the deciders see again.
+SUPERVISED_GRANT_MAX_SECONDS = 7 * 86_400
+#: Longest reason given for a supervised grant, in characters. Sized like BUTLER_DISABLE_REASON_MAX_CHARS: the
+#: deciders read it in the approvals queue and it is kept in the row and the audit trail.
+SUPERVISED_REASON_MAX_CHARS = 500
 #: Longest ``matter_id`` of a legal hold, in characters. Sized like APP_NAME_MAX_CHARS: a matter reference
 #: is a label shown in hold lists, the approvals queue and the audit trail (it was silently cut at 200 before
 #: it was refused; issue 9 follow-up).

@@ -45,6 +45,7 @@ PREFIXES: dict[str, str] = {
     "dpz": "domain pause",
     "hld": "legal hold",
     "hlf": "legal hold lift request",
+    "sgr": "supervised grant",
     "ntf": "notice",
     "btl": "Butler",
     "btv": "Butler version",

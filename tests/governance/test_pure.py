@@ -172,7 +172,7 @@ def test_registries_are_total() -> None:
     with pytest.raises(MailnodeError):
         breakers.basis_for("pigeon")
     with pytest.raises(MailnodeError):
-        approvals.spec_of("supervised_read")
+        approvals.spec_of("teleport")
 
 
 def test_breaker_reasons_are_send_reasons() -> None:

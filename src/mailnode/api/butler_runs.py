@@ -50,10 +50,12 @@ def get(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 @router.get("/{run_id}/inspect")
 def inspect(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """The inspection of one run (administrators); writes nothing."""
-    with node.read() as conn:
+    """The inspection of one run (administrators); writes nothing but the ``supervised.opened`` a supervised
+    grant owes before it opens the run's content facts (so it runs in a write transaction)."""
+    with node.begin() as conn:
         return {"inspection": replay.inspect(conn, org_id=caller.org_id, principal_id=caller.principal_id,
-                                             run_id=run_id, pot=node.settings.butler_run_pot)}
+                                             run_id=run_id, pot=node.settings.butler_run_pot,
+                                             at=node.clock.now())}
 
 
 class ReplayIn(Strict):

@@ -3,7 +3,8 @@
 ``POST /api/butlers {name, source}`` creates a Butler with its first draft (201);
 ``PUT /api/butlers/{id}/draft {source}`` replaces the draft; ``POST /api/butlers/{id}/publish`` publishes
 it; ``GET /api/butlers`` lists Butlers by name without sources; ``GET /api/butlers/{id}`` shows one with
-its draft and live sources and the history of its versions. ``source`` is the program's JSON text as a
+its draft and live sources and the history of its versions. ``POST /api/butlers/{id}/disable {reason}``
+and ``POST /api/butlers/{id}/enable`` switch its new runs off and on (``lifecycle.disable``). ``source`` is the program's JSON text as a
 string, stored exactly as sent (its digest is ``source_sha256``). Writes by a non-administrator answer
 403 ``E_NOT_AN_ADMINISTRATOR``; reads answer 404 ``E_NO_SUCH_BUTLER``. The codes are
 ``mailnode.butler.lifecycle``'s.
@@ -81,6 +82,28 @@ def get(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     with node.read() as conn:
         return {"butler": lifecycle.get_butler(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                                butler_id=butler_id)}
+
+
+class DisableIn(Strict):
+    """``{"reason"}``: why the Butler stops answering mail (mandatory, not blank)."""
+
+    reason: str = ""
+
+
+@router.post("/{butler_id}/disable")
+def disable(butler_id: str, body: DisableIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Disable the Butler: no new runs (runs already open finish), grants untouched: ``{"butler": {...}}``."""
+    with node.begin() as conn:
+        return {"butler": lifecycle.disable(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                            at=node.clock.now(), butler_id=butler_id, reason=body.reason)}
+
+
+@router.post("/{butler_id}/enable")
+def enable(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Enable a disabled Butler: deliveries open its runs again: ``{"butler": {...}}``."""
+    with node.begin() as conn:
+        return {"butler": lifecycle.enable(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                           at=node.clock.now(), butler_id=butler_id)}
 
 
 class SimulateIn(Strict):

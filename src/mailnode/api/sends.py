@@ -30,6 +30,7 @@ from sqlalchemy import Connection, select
 
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
+from mailnode.butler import parked
 from mailnode.errors import MailnodeError, invalid
 from mailnode.mail.thread import body_of, grant_for
 from mailnode.node import Node
@@ -190,6 +191,8 @@ def cancel(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     with node.begin() as conn:
         retry.cancel(conn, org_id=caller.org_id, principal_id=caller.principal_id, at=node.clock.now(),
                      send_id=send_id)
+    # A Butler run that was parked on this send's release was ended with it; its workflow is told now.
+    parked.tell(node, caller.org_id, [send_id])
     with node.read() as conn:
         return {"send": reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                        send_id=send_id)}

@@ -197,3 +197,182 @@ def list_command(url: UrlOption = DEFAULT_URL, token: TokenOption = "", as_json:
         draft = f"draft {b['draft']['id']}" if b["draft"] else "no draft"
         typer.echo(f"{b['id']}  {b['name']}  {live}  {draft}")
     typer.echo(f"{len(butlers)} Butler{'s' if len(butlers) != 1 else ''}")
+
+
+# --- operating Butlers: runs, inspect, replay, simulate, pauses, resume, disable, enable -------------------
+# Thin commands over the same routes (issue 17 item 13): every decision is the node's; these print it.
+
+RunIdArgument = Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id (<btv_...>-<msg_...|brp_...>).")]
+ButlerIdArgument = Annotated[str, typer.Argument(metavar="ID", help="The Butler's id (btl_...).")]
+ReasonOption = Annotated[str, typer.Option("--reason", help="Why (recorded in the audit trail).")]
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    """One run as a line: id, state, reason, counts, when."""
+    reason = f"/{run['outcome_reason']}" if run.get("outcome_reason") else ""
+    return (f"{run['id']}  {run['state']}{reason}  nodes {run['nodes_executed']}  effects {run['effects']}  "
+            f"refusals {run['refusals']}  started {run['started_at']}")
+
+
+def _why_lines(run: dict[str, Any]) -> list[str]:
+    """A run's ``outcome_detail`` as the four-part form plus where it happened (empty when there is none)."""
+    detail = run.get("outcome_detail") or {}
+    if not detail:
+        return []
+    where = [f"node {detail['node']}"] if detail.get("node") else []
+    if detail.get("expression"):
+        where.append(f"expression {detail['expression']}")
+    lines = [f"  {detail.get('code') or run.get('outcome_reason')}  {detail.get('what') or ''}".rstrip()]
+    if where:
+        lines.append("  at   " + ", ".join(where))
+    for key in ("why", "fix"):
+        if detail.get(key):
+            lines.append(f"  {key}  {detail[key]}")
+    lines.extend(f"  finding  {f}" for f in detail.get("findings") or [])
+    return lines
+
+
+@butler_app.command("runs")
+def runs_command(
+    butler_id: Annotated[str, typer.Option("--butler", help="Only this Butler's runs (btl_...).")] = "",
+    limit: Annotated[int, typer.Option("--limit", min=1, max=budgets.LIST_LIMIT_MAX, help="How many runs.")] = 50,
+    url: UrlOption = DEFAULT_URL, token: TokenOption = "", as_json: JsonOption = False,
+) -> None:
+    """List runs newest first, with their state, reason and counts (GET /api/butler-runs)."""
+    query = {"limit": limit, **({"butler_id": butler_id} if butler_id else {})}
+    answer = _call("GET", url, token, f"/api/butler-runs?{urlencode(query)}")
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    for run in answer["butler_runs"]:
+        typer.echo(_run_line(run))
+    count = len(answer["butler_runs"])
+    typer.echo(f"{count} run{'s' if count != 1 else ''}")
+
+
+@butler_app.command("run")
+def run_command(run_id: RunIdArgument, url: UrlOption = DEFAULT_URL, token: TokenOption = "",
+                as_json: JsonOption = False) -> None:
+    """One run: its state, why it ended, and its effect rows in order (GET /api/butler-runs/RUN_ID)."""
+    answer = _call("GET", url, token, f"/api/butler-runs/{run_id}")
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    run = answer["butler_run"]
+    typer.echo(_run_line(run))
+    for line in _why_lines(run):
+        typer.echo(line)
+    for e in run["effect_rows"]:
+        reason = f"/{e['reason']}" if e.get("reason") else ""
+        typer.echo(f"  #{e['seq']}  {e['step']}  {e['node_type']}  {e['outcome']}{reason}  {e['subject'] or ''}".rstrip())
+
+
+@butler_app.command("inspect")
+def inspect_command(run_id: RunIdArgument, url: UrlOption = DEFAULT_URL, token: TokenOption = "",
+                    as_json: JsonOption = False) -> None:
+    """Inspect a run: its program, trigger facts (redacted unless you may read them), effects and sends, replays
+    and what a record cannot tell (GET /api/butler-runs/RUN_ID/inspect; writes nothing)."""
+    answer = _call("GET", url, token, f"/api/butler-runs/{run_id}/inspect")
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    seen = answer["inspection"]
+    run = seen["run"]
+    typer.echo(f"{run.get('butler_name', '')}  {_run_line(run)}")
+    for line in _why_lines(run):
+        typer.echo(line)
+    program = seen["program"]
+    typer.echo(f"  program  {program['version_id']} ({program['state']}), "
+               f"{'checks' if program['checks'] else 'does not check'}, {len(program['nodes'])} nodes")
+    typer.echo("  facts    " + json.dumps(seen["trigger_facts"], sort_keys=True))
+    if seen.get("trigger_facts_redacted"):
+        redacted = seen["trigger_facts_redacted"]
+        typer.echo(f"  redacted {', '.join(redacted['keys'])}: {redacted['why']}")
+    for e in seen["effects"]:
+        send = e.get("send") or {}
+        state = f"  send {send['state']}" if send else ""
+        typer.echo(f"  #{e['seq']}  {e['step']}  {e['node_type']}  {e['outcome']}  {e['subject'] or ''}{state}")
+    re_run = seen["re_run"]
+    typer.echo(f"  re-run   {'available' if re_run['available'] else 'not available: ' + str(re_run['why'])}")
+    typer.echo(f"  note     {seen['not_recorded']}")
+
+
+@butler_app.command("replay")
+def replay_command(run_id: RunIdArgument, url: UrlOption = DEFAULT_URL, token: TokenOption = "",
+                   as_json: JsonOption = False) -> None:
+    """Re-run a run over its recorded facts with the Butler's live version, every judgement asked again
+    (POST /api/butler-runs/RUN_ID/replay, mode re-run)."""
+    answer = _call("POST", url, token, f"/api/butler-runs/{run_id}/replay", {"mode": "re-run"})
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    done = answer["replay"]
+    typer.echo(f"re-run  {done['run_id']}  of {done['replay_of']}  (follow it: mailnode butler run {done['run_id']})")
+
+
+@butler_app.command("simulate")
+def simulate_command(
+    butler_id: ButlerIdArgument,
+    run_id: Annotated[str, typer.Option("--run", help="The run whose recorded facts the dry run walks over.")],
+    url: UrlOption = DEFAULT_URL, token: TokenOption = "",
+) -> None:
+    """Dry-run the Butler's draft (or live version) over a run's recorded facts; writes nothing
+    (POST /api/butlers/ID/simulate). Prints the node's JSON answer."""
+    answer = _call("POST", url, token, f"/api/butlers/{butler_id}/simulate", {"run_id": run_id})
+    typer.echo(json.dumps(answer, indent=2, sort_keys=True))
+
+
+@butler_app.command("pauses")
+def pauses_command(
+    in_force: Annotated[bool, typer.Option("--in-force", help="Only pauses still in force.")] = False,
+    url: UrlOption = DEFAULT_URL, token: TokenOption = "", as_json: JsonOption = False,
+) -> None:
+    """List the pauses the node placed on Butlers, newest first (GET /api/butler-pauses)."""
+    query = "?in_force=true" if in_force else ""
+    answer = _call("GET", url, token, f"/api/butler-pauses{query}")
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    for p in answer["butler_pauses"]:
+        state = f"resumed {p['resumed_at']}" if p.get("resumed_at") else "in force"
+        typer.echo(f"{p['id']}  {p['butler_name']} ({p['butler_id']})  {p['reason']}  placed {p['placed_at']}  {state}")
+    count = len(answer["butler_pauses"])
+    typer.echo(f"{count} pause{'s' if count != 1 else ''}")
+
+
+@butler_app.command("resume")
+def resume_command(
+    pause_id: Annotated[str, typer.Argument(metavar="PAUSE_ID", help="The pause's id (bpz_...).")],
+    reason: ReasonOption = "", url: UrlOption = DEFAULT_URL, token: TokenOption = "", as_json: JsonOption = False,
+) -> None:
+    """Resume a pause the node placed, with a reason (POST /api/butler-pauses/PAUSE_ID/resume)."""
+    answer = _call("POST", url, token, f"/api/butler-pauses/{pause_id}/resume", {"reason": reason})
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    p = answer["butler_pause"]
+    typer.echo(f"resumed  {p['butler_name']} ({p['butler_id']})  pause {p['id']}")
+
+
+@butler_app.command("disable")
+def disable_command(butler_id: ButlerIdArgument, reason: ReasonOption = "", url: UrlOption = DEFAULT_URL,
+                    token: TokenOption = "", as_json: JsonOption = False) -> None:
+    """Disable a Butler: no new runs, runs already open finish, grants untouched (POST /api/butlers/ID/disable)."""
+    answer = _call("POST", url, token, f"/api/butlers/{butler_id}/disable", {"reason": reason})
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    b = answer["butler"]
+    typer.echo(f"disabled  {b['name']}  {b['id']}  ({b['disabled']['reason']}); enable: mailnode butler enable {b['id']}")
+
+
+@butler_app.command("enable")
+def enable_command(butler_id: ButlerIdArgument, url: UrlOption = DEFAULT_URL, token: TokenOption = "",
+                   as_json: JsonOption = False) -> None:
+    """Enable a disabled Butler: deliveries open its runs again (POST /api/butlers/ID/enable)."""
+    answer = _call("POST", url, token, f"/api/butlers/{butler_id}/enable")
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    b = answer["butler"]
+    typer.echo(f"enabled  {b['name']}  {b['id']}")

@@ -18,8 +18,11 @@ id. In order:
    price plus ``BUTLER_RUN_ENGINE_FIXED_STATEMENTS`` over the pot, ``Settings.butler_run_pot``);
 4. the walk (``walk.walk``) with ``LiveEffects``: each effect node is one durable step named
    ``<node id>#<visit>``, a ``wait`` is ``DBOS.sleep_async``, a Butler's send parks on
-   ``DBOS.recv_async`` for ``Settings.butler_release_timeout_seconds``;
-5. ``close`` (a step): the terminal state, reason, counts and the spend not yet stored.
+   ``DBOS.recv_async`` for ``Settings.butler_release_timeout_seconds`` (a person's release resumes it; the
+   send cancelled, withheld or refused meanwhile ends it ``stopped/send_<state>``: ``butler.parked``);
+5. ``close`` (a step): the terminal state, reason, counts, the spend not yet stored and, for a run that
+   did not finish, why (``butler_runs.outcome_detail``, ``record.outcome_detail``: the node, the expression
+   and the four-part error of a fault; the checker's findings of a refusal).
 
 Exactly-once effects. An effect step runs one mailnode transaction that first looks for the effect
 row ``(run_id, seq)``; finding one (the step committed but the process died before DBOS recorded the
@@ -50,6 +53,7 @@ same executor resumes it from its last recorded step, as after ``kill -9``.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import asdict
 from typing import Any
@@ -59,6 +63,7 @@ from dbos import DBOS
 from mailnode import budgets, runtime
 from mailnode.butler import cost, record
 from mailnode.butler import effects as live
+from mailnode.butler import parked, record
 from mailnode.butler.ast import ButlerDocument
 from mailnode.butler.authority import Ceiling, Principal
 from mailnode.butler.check import check_stored
@@ -149,7 +154,8 @@ def _close_step(run_id: str, outcome: dict[str, Any], unstored: int) -> bool:
     with node.meter.measure() as m, node.begin() as conn:
         return record.close(conn, run_id, state=outcome["state"], reason=outcome["reason"],
                             nodes_executed=outcome["nodes_executed"], effects=outcome["effects"],
-                            refusals=outcome["refusals"], spend=unstored + m.count + 1, at=node.clock.now())
+                            refusals=outcome["refusals"], spend=unstored + m.count + 1, at=node.clock.now(),
+                            detail=outcome.get("detail"))
 
 
 # --- the live effects ---------------------------------------------------------------------------------
@@ -195,36 +201,53 @@ class LiveEffects:
         await DBOS.sleep_async(seconds)
 
     async def await_release(self, call: EffectCall, result: EffectResult) -> bool:
-        """Park on the send's release topic; True when released, False when the gate timed out."""
+        """Park on the send's release topic; True when released, False when the gate timed out.
+
+        Raises ``effects.RunEnds`` (``stopped`` with the message's reason) when the message says the send
+        was decided against while it waited (``butler.parked``: cancelled, withheld, refused).
+        """
         message = await DBOS.recv_async(release_topic(str(result.subject)),
                                         timeout_seconds=self.release_timeout_seconds)
         if message is None:
             return False
+        if isinstance(message, dict) and message.get("ended"):
+            raise live.RunEnds(parked.END_STATE, str(message["ended"]), node=call.node_id, send_id=result.subject,
+                               send_state=message.get("state"))
         await DBOS.run_step_async({"name": f"{call.step}:released"}, _resume_step, str(self.ctx["run_id"]))
         return True
 
 
 # --- the workflow -------------------------------------------------------------------------------------
 
-def _refusal(loaded: dict[str, Any], pot: int) -> tuple[str, str] | tuple[None, ButlerDocument]:
-    """Before any effect: a refusal reason and its log line, or the checked document."""
+def _refusal(loaded: dict[str, Any], pot: int) -> tuple[str, dict[str, Any]] | tuple[None, ButlerDocument]:
+    """Before any effect: a refusal reason and its detail (``what``, and the checker's ``findings``), or the
+    checked document."""
     if loaded["version_state"] != "published":
-        return "version_not_published", f"version {loaded['version_id']} is {loaded['version_state']}"
+        return "version_not_published", {"what": f"Version {loaded['version_id']} is {loaded['version_state']}."}
     if not loaded["published_by"]:
-        return "sponsor_unknown", f"version {loaded['version_id']} has no publisher"
+        return "sponsor_unknown", {"what": f"Version {loaded['version_id']} has no publisher."}
     checked = check_stored(loaded["ast_json"], pot=pot)
     if not checked.ok or checked.ast is None or checked.price is None:
         codes = [f.code for f in checked.findings]
         reason = "ast_not_json" if "E_BUTLER_SOURCE_NOT_JSON" in codes else "ast_does_not_check"
-        return reason, "; ".join(f.render().replace("\n", " ") for f in checked.findings)
+        return reason, {"what": f"Version {loaded['version_id']} does not check.",
+                        "findings": [f.render() for f in checked.findings]}
     forecast = checked.price.total + budgets.BUTLER_RUN_ENGINE_FIXED_STATEMENTS
     if forecast > pot:
-        return "unaffordable_with_engine", f"priced {checked.price.total} + engine {budgets.BUTLER_RUN_ENGINE_FIXED_STATEMENTS} > pot {pot}"
+        return "unaffordable_with_engine", {
+            "what": f"Priced {checked.price.total} + engine {budgets.BUTLER_RUN_ENGINE_FIXED_STATEMENTS} > pot {pot}.",
+            "price": checked.price.total, "engine": budgets.BUTLER_RUN_ENGINE_FIXED_STATEMENTS, "pot": pot}
     return None, checked.ast
 
 
-def _counts(state: str, reason: str | None, nodes: int = 0, ok: int = 0, refused: int = 0) -> dict[str, Any]:
-    return {"state": state, "reason": reason, "nodes_executed": nodes, "effects": ok, "refusals": refused}
+def _counts(state: str, reason: str | None, nodes: int = 0, ok: int = 0, refused: int = 0,
+            detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"state": state, "reason": reason, "nodes_executed": nodes, "effects": ok,
+                           "refusals": refused}
+    if detail:
+        # Step arguments are stored by DBOS: a fault's values that are not JSON travel as text.
+        out["detail"] = json.loads(json.dumps(detail, default=str))
+    return out
 
 
 @DBOS.workflow()
@@ -251,7 +274,7 @@ async def run_butler(run_id: str) -> dict[str, Any]:
     reason, found = _refusal(loaded, pot)
     if reason is not None:
         log.warning("butler.run_refused run=%s reason=%s %s", run_id, reason, found)
-        outcome = _counts("refused", reason)
+        outcome = _counts("refused", reason, detail=found if isinstance(found, dict) else None)
         await DBOS.run_step_async({"name": "close"}, _close_step, run_id, outcome, m.count)
         return outcome
     document = found
@@ -264,7 +287,8 @@ async def run_butler(run_id: str) -> dict[str, Any]:
     state = initial_state(loaded["trigger_facts"], loaded["butler_id"], loaded["version_id"], loaded["butler_name"])
     try:
         result: WalkResult = await walk(document, state, effects, loaded["trigger_event"])
-        outcome = _counts(result.state, result.reason, result.nodes_executed, result.effects, result.refusals)
+        outcome = _counts(result.state, result.reason, result.nodes_executed, result.effects, result.refusals,
+                          result.detail if result.state != "finished" else None)
         if result.state in ("failed", "refused"):
             log.warning("butler.run_%s run=%s reason=%s %s", result.state, run_id, result.reason, result.detail)
     except live.RunEnds as ends:
@@ -272,9 +296,11 @@ async def run_butler(run_id: str) -> dict[str, Any]:
         if ends.reason == BUTLER_PAUSED:
             await DBOS.run_step_async({"name": "paused"}, _abandon_step, run_id, ends.state, ends.reason)
             return _counts(ends.state, ends.reason)
-        outcome = _counts(ends.state, ends.reason, 0, effects.ok, effects.refused)
-    except Exception:
+        outcome = _counts(ends.state, ends.reason, 0, effects.ok, effects.refused, dict(ends.detail))
+    except Exception as exc:
         log.exception("butler.engine_fault run=%s", run_id)
-        outcome = _counts("failed", "engine_fault", 0, effects.ok, effects.refused)
+        # The exception's own text may quote mail content (a driver's parameters); the record names its type.
+        outcome = _counts("failed", "engine_fault", 0, effects.ok, effects.refused,
+                          {"what": f"The engine raised {type(exc).__name__}."})
     await DBOS.run_step_async({"name": "close"}, _close_step, run_id, outcome, effects.unstored)
     return outcome

@@ -19,6 +19,8 @@ that same transaction. Codes:
   ``BUTLER_VERSION_MAX_BYTES``;
 - ``E_BUTLER_DOES_NOT_CHECK`` (422, every finding in ``detail.findings``), on every write and again at
   publication, where a stored draft may have stopped checking (a price or the pot changed);
+- ``E_BUTLER_DISABLE_REASON_REQUIRED`` (422), ``E_BUTLER_ALREADY_DISABLED`` / ``E_BUTLER_NOT_DISABLED``
+  (409): ``disable`` and ``enable`` (issue 17 item 13; ``butler.disabled`` / ``butler.enabled``);
 - ``E_BUTLER_NO_DRAFT`` (409), ``E_BUTLER_DRAFT_INCOHERENT`` (409: the stored digests are not those of
   the stored source), ``E_BUTLER_UNCHANGED`` (409: the draft's ``ast_sha256`` is the live version's),
   ``E_BUTLER_PUBLISH_RACED`` (409: the draft or the live version changed under the publication).
@@ -213,9 +215,69 @@ def butler_json(conn: Connection, row: Any) -> dict[str, Any]:
     by_state = {r.state: _version_json(r, with_source=True) for r in current}
     return {
         "id": row.id, "name": row.name, "created_by": row.created_by, "created_at": row.created_at.isoformat(),
+        "disabled": disabled_json(row),
         "draft": by_state.get("draft"), "live": by_state.get("published"),
         "versions": [_version_json(r, with_source=False) for r in history],
     }
+
+
+def disabled_json(row: Any) -> dict[str, Any] | None:
+    """``{at, by, reason}`` of a disabled Butler's row, None while it is enabled."""
+    if row.disabled_at is None:
+        return None
+    return {"at": row.disabled_at.isoformat(), "by": row.disabled_by, "reason": row.disabled_reason}
+
+
+# --- disabling: no new runs, grants untouched --------------------------------------------------------
+
+def disable(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str, reason: str) -> dict[str, Any]:
+    """Disable a Butler: no delivery opens a run of it and no re-run starts, until ``enable``.
+
+    Runs already open walk on to their end (a parked run can still be released). Its grants, its versions
+    and its pauses are untouched: disabling is the administrator's switch, a pause the node's latch
+    (seed 003 "The pause"), a revocation the authority's end. Audited ``butler.disabled`` with the reason.
+    Returns ``butler_json``. Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_NO_SUCH_BUTLER`` (404),
+    ``E_BUTLER_DISABLE_REASON_REQUIRED`` (422), ``E_BUDGET_EXCEEDED`` (422, ``BUTLER_DISABLE_REASON_MAX_CHARS``),
+    ``E_BUTLER_ALREADY_DISABLED`` (409).
+    """
+    require_admin(conn, org_id, actor_id, "disable a Butler")
+    row = _butler_row(conn, org_id, butler_id)
+    clean = (reason or "").strip()
+    if not clean:
+        raise invalid("E_BUTLER_DISABLE_REASON_REQUIRED", "Disabling a Butler needs a reason.",
+                      "It stops the Butler answering mail; whoever reads the trail later needs to know why.",
+                      f'Send {{"reason": "..."}} to POST /api/butlers/{butler_id}/disable '
+                      f'(mailnode butler disable {butler_id} --reason "...").', butler_id=butler_id)
+    if len(clean) > budgets.BUTLER_DISABLE_REASON_MAX_CHARS:
+        raise limit_exceeded("E_BUDGET_EXCEEDED", "BUTLER_DISABLE_REASON_MAX_CHARS",
+                             budgets.BUTLER_DISABLE_REASON_MAX_CHARS, len(clean), "Say it in fewer words.")
+    done = conn.execute(update(butlers).where(butlers.c.id == butler_id, butlers.c.disabled_at.is_(None))
+                        .values(disabled_at=at, disabled_by=actor_id, disabled_reason=clean))
+    if done.rowcount != 1:
+        raise conflict("E_BUTLER_ALREADY_DISABLED", f"Butler {butler_id} is already disabled.",
+                       f"It was disabled at {row.disabled_at.isoformat() if row.disabled_at else 'the same moment'}.",
+                       f"Enable it with POST /api/butlers/{butler_id}/enable (mailnode butler enable {butler_id}).",
+                       butler_id=butler_id)
+    audit.append(conn, org_id=org_id, at=at, action="butler.disabled", actor_id=actor_id, subject=butler_id,
+                 detail={"name": row.name, "reason": clean})
+    return butler_json(conn, _butler_row(conn, org_id, butler_id))
+
+
+def enable(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str) -> dict[str, Any]:
+    """Enable a disabled Butler: deliveries open its runs again. Audited ``butler.enabled`` (with the reason it
+    was disabled for). Returns ``butler_json``. Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_NO_SUCH_BUTLER``
+    (404), ``E_BUTLER_NOT_DISABLED`` (409). A pause in force stays in force (resume it on its own route)."""
+    require_admin(conn, org_id, actor_id, "enable a Butler")
+    row = _butler_row(conn, org_id, butler_id)
+    done = conn.execute(update(butlers).where(butlers.c.id == butler_id, butlers.c.disabled_at.is_not(None))
+                        .values(disabled_at=None, disabled_by=None, disabled_reason=None))
+    if done.rowcount != 1:
+        raise conflict("E_BUTLER_NOT_DISABLED", f"Butler {butler_id} is not disabled.", "There is nothing to enable.",
+                       f"Read it with GET /api/butlers/{butler_id}.", butler_id=butler_id)
+    audit.append(conn, org_id=org_id, at=at, action="butler.enabled", actor_id=actor_id, subject=butler_id,
+                 detail={"name": row.name, "was_disabled_at": row.disabled_at.isoformat() if row.disabled_at else None,
+                         "was_disabled_for": row.disabled_reason})
+    return butler_json(conn, _butler_row(conn, org_id, butler_id))
 
 
 def get_butler(conn: Connection, *, org_id: str, principal_id: str, butler_id: str) -> dict[str, Any]:
@@ -231,7 +293,8 @@ def list_butlers(conn: Connection, *, org_id: str, principal_id: str, limit: int
 
     Each is ``{id, name, created_by, created_at, live: {id, version, ast_sha256, published_by,
     published_at} | null, draft: {id, ast_sha256, created_by, created_at} | null, pause: {id, reason,
-    placed_at, resume} | null}`` ("published" and "running" are different facts). Anyone else gets
+    placed_at, resume} | null, disabled: {at, by, reason} | null}`` ("published" and "running" are different
+    facts). Anyone else gets
     ``E_NO_SUCH_BUTLER`` (404): the list would disclose that Butlers exist.
     """
     if not is_admin(conn, org_id, principal_id):
@@ -253,6 +316,7 @@ def list_butlers(conn: Connection, *, org_id: str, principal_id: str, limit: int
         q = q.where(butlers.c.name > cursor)
     return [{
         "id": r.id, "name": r.name, "created_by": r.created_by, "created_at": r.created_at.isoformat(),
+        "disabled": disabled_json(r),
         "live": None if r.live_id is None else {
             "id": r.live_id, "version": r.live_version, "ast_sha256": r.live_ast_sha256,
             "published_by": r.published_by, "published_at": r.published_at.isoformat()},

@@ -10,6 +10,8 @@ running`` while it walks and ends in one of ``run_tables.TERMINAL_STATES`` exact
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -140,15 +142,72 @@ def move(conn: Connection, run_id: str, *, spend: int, at: datetime, park: bool 
     conn.execute(q.values(**values))
 
 
+#: Why and how to fix each reason a run ends with that carries no sentences of its own (the walk's,
+#: the engine's and the effects' tokens); an ``E_BUTLER_*`` fault of the program brings its own.
+REASON_WORDS: dict[str, tuple[str, str]] = {
+    "edge_to_nothing": ("An edge must name a node of the program.",
+                        "Publish a version whose every edge names a node (mailnode butler check)."),
+    "loop_bound_exceeded": ("A loop refuses more items than its maxItems before it processes any.",
+                            "Raise the loop's maxItems (within the caps), or narrow what it loops over."),
+    "reserved_node_reached_the_walk": ("That node type is reserved; the engine runs none of it.",
+                                       "Publish a version without it."),
+    "validate_failed": ("A validate node's value did not match its schema.",
+                        "See detail.problems; fix the value the program builds, or the schema."),
+    "budget_exhausted": ("The next effect's reservation would have passed the run's pot of statements.",
+                         "Make the program do less per run, or raise the pot (MAILNODE_BUTLER_RUN_POT)."),
+    "release_timed_out": ("Nobody released the Butler's send within the release timeout.",
+                          "The send is still releasable: POST /api/sends/{send_id}/release."),
+    "version_not_published": ("A run walks only a published version.", "Publish the Butler again."),
+    "sponsor_unknown": ("A published version names the administrator who published it; this one names none.",
+                        "Publish the Butler again as an administrator."),
+    "ast_not_json": ("The stored program is not JSON; it was edited outside mailnode.",
+                     "Publish a version that checks: mailnode butler publish <id>."),
+    "ast_does_not_check": ("The stored program no longer checks (see detail.findings).",
+                           "Publish a version that checks: mailnode butler check <file>, then publish it."),
+    "unaffordable_with_engine": ("The program's price plus the engine's fixed cost is over the pot.",
+                                 "Make the program cheaper, or raise the pot (MAILNODE_BUTLER_RUN_POT)."),
+    "engine_fault": ("mailnode itself failed while running the Butler; this is not the program's fault.",
+                     "The traceback is in the server log (butler.engine_fault run=<id>); report it."),
+    "E_BUTLER_LOOKUP_NOT_AN_ID": ("An id parameter must evaluate to an id of the kind the node takes.",
+                                  "Point the parameter at an id (for example event.message_id)."),
+    "E_BUTLER_LOOP_OVER_NOT_A_LIST": ("A loop's over must evaluate to a list.", "Point over at a list."),
+    "E_BUTLER_MAP_COLLECTS_NOTHING": ("A map's body must bind its collectAs on every item.",
+                                      "Bind collectAs in the body (a transform with as: <collectAs>)."),
+    "E_BUTLER_PARAMETER_NOT_TEXT": ("A text parameter must evaluate to text.",
+                                    "Point the parameter at text, or build text with a transform."),
+}
+#: The keys of an ``outcome_detail`` in the order they are written; the rest of a fault's detail follows.
+_DETAIL_HEAD = ("code", "node", "expression", "what", "why", "fix")
+
+
+def outcome_detail(state: str, reason: str | None, detail: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What a run that did not finish stores beside its reason (pure): ``{code, node, expression, what, why,
+    fix, ...}`` with the walk's ``detail`` (issue 17 item 11). ``why``/``fix`` come from the fault itself, else
+    ``REASON_WORDS``. None for a finished run with nothing to say. Values that are not JSON become text."""
+    if state == "finished" and not detail:
+        return None
+    out: dict[str, Any] = {"code": reason}
+    out.update({k: v for k, v in (detail or {}).items()})
+    words = REASON_WORDS.get(reason or "")
+    if words is not None:
+        out.setdefault("why", words[0])
+        out.setdefault("fix", words[1])
+    head = {k: out[k] for k in _DETAIL_HEAD if k in out}
+    rest = {k: v for k, v in out.items() if k not in head}
+    return json.loads(json.dumps({**head, **rest}, default=str))
+
+
 def close(conn: Connection, run_id: str, *, state: str, reason: str | None, nodes_executed: int, effects: int,
-          refusals: int, spend: int, at: datetime) -> bool:
-    """End a live run with its terminal state, reason and counts, adding ``spend`` (one statement).
+          refusals: int, spend: int, at: datetime, detail: Mapping[str, Any] | None = None) -> bool:
+    """End a live run with its terminal state, reason, counts and ``outcome_detail``, adding ``spend``
+    (one statement).
 
     False when the run was no longer live (already closed or abandoned): nothing changes then.
     """
     done = conn.execute(update(butler_runs).where(_R.id == run_id, _R.state.in_(LIVE_STATES)).values(
         state=state, outcome_reason=reason, state_at=at, finished_at=at, nodes_executed=nodes_executed,
-        effects=effects, refusals=refusals, statements_spent=_R.statements_spent + spend))
+        effects=effects, refusals=refusals, statements_spent=_R.statements_spent + spend,
+        outcome_detail=outcome_detail(state, reason, detail)))
     return bool(done.rowcount == 1)
 
 
@@ -166,10 +225,11 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def run_json(r: Any) -> dict[str, Any]:
-    """A run as the API shows it: everything but ``trigger_facts``."""
+    """A run as the API shows it: everything but ``trigger_facts``; ``outcome_detail`` says why it ended."""
     return {"id": r.id, "butler_id": r.butler_id, "version_id": r.version_id, "trigger_event": r.trigger_event,
             "trigger_key": r.trigger_key, "state": r.state, "state_at": _iso(r.state_at),
-            "outcome_reason": r.outcome_reason, "started_at": _iso(r.started_at), "finished_at": _iso(r.finished_at),
+            "outcome_reason": r.outcome_reason, "outcome_detail": r.outcome_detail,
+            "started_at": _iso(r.started_at), "finished_at": _iso(r.finished_at),
             "nodes_executed": r.nodes_executed, "effects": r.effects, "refusals": r.refusals,
             "statements_spent": r.statements_spent, "provoked_by": r.provoked_by, "self_provoked": bool(r.self_provoked),
             "replay_of": r.replay_of, "replayed_by": r.replayed_by}

@@ -9,7 +9,8 @@ before the run exists and in it, and the version's publication state. The two se
 ``inspect`` (administrators; anyone else 404 ``E_NO_SUCH_BUTLER_RUN``) writes nothing and returns: the
 run; its program (the run's version: state, trigger, entry, nodes, whether it still checks, findings);
 the trigger facts, with the mail-content facts null and listed under ``trigger_facts_redacted`` unless
-the caller holds ``mailbox.metadata.read`` or ``mailbox.content.read`` on the delivery's mailbox
+the caller holds ``mailbox.metadata.read`` or ``mailbox.content.read`` on the delivery's mailbox, or a live
+supervised grant on it (then ``supervised.opened`` is audited first, and ``supervised_grant_id`` names it)
 (``FACT_DISCLOSURE`` classifies every fact; a key it does not know is content); the effect rows in order,
 each send with its current state, reason in words, ``content_deleted_at`` and retry offer
 (``outbound.states.retry_offer``, ``none/content_deleted`` once retention deleted the send's body);
@@ -23,7 +24,7 @@ then re-run" work, and the content rule (``replay_rule``) keeps a re-run from se
 source already proposed. Refusals (nothing written): ``E_NO_SUCH_BUTLER_RUN`` (404),
 ``E_BUTLER_REPLAY_MODE_UNKNOWN`` (422), ``E_BUTLER_REPLAY_INPUT_NOT_RECORDED``,
 ``E_BUTLER_REPLAY_VERSION_NOT_PUBLISHED``, ``E_BUTLER_REPLAY_PROGRAM_DOES_NOT_CHECK``,
-``E_BUTLER_PAUSED`` (409).
+``E_BUTLER_PAUSED``, ``E_BUTLER_DISABLED`` (409).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from mailnode.butler.check import check_stored
 from mailnode.butler.run_tables import butler_pauses, butler_run_effects, butler_runs
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_found
+from mailnode.governance import supervised
 from mailnode.ids import is_id, new_id
 from mailnode.node import Node
 from mailnode.notify import retention_io
@@ -86,7 +88,9 @@ NOT_RECORDED = ("Pure nodes (guard, switch, map, foreach, join, wait, stop, tran
                 "row are computed only when a run closes: a run ended by a pause or a lost workflow states none.")
 #: Why the content facts are null, when they are.
 REDACTED_WHY = ("These facts are mail content; they are shown to holders of mailbox.metadata.read or "
-                "mailbox.content.read on the mailbox the delivery landed in (POST /api/access).")
+                "mailbox.content.read on the mailbox the delivery landed in (POST /api/access), or under a live "
+                "supervised grant on it (POST /api/supervised-grants, approved by two deciders; every read it "
+                "opens is audited supervised.opened).")
 
 #: The replay modes this node builds, and where the send-scoped two live.
 RUN_MODES = ("re-run",)
@@ -122,6 +126,7 @@ def _source(conn: Connection, org_id: str, principal_id: str, run_id: str) -> An
     live = butler_versions.alias("live")
     row = conn.execute(
         select(butler_runs, _V.state.label("version_state"), _V.ast_json, butlers.c.name.label("butler_name"),
+               butlers.c.disabled_at,
                live.c.id.label("live_id"), live.c.ast_json.label("live_ast_json"),
                butler_pauses.c.id.label("pause_id"))
         .join(butler_versions, _V.id == _R.version_id).join(butlers, butlers.c.id == _R.butler_id)
@@ -172,6 +177,8 @@ def availability(row: Any, pot: int) -> ReRunAvailability:
         return ReRunAvailability(False, "program_does_not_check")
     if row.pause_id is not None:
         return ReRunAvailability(False, "butler_paused")
+    if row.disabled_at is not None:
+        return ReRunAvailability(False, "butler_disabled")
     return ReRunAvailability(True, None)
 
 
@@ -213,14 +220,31 @@ def _effects_with_sends(conn: Connection, org_id: str, run_id: str) -> list[dict
     return out
 
 
-def inspect(conn: Connection, *, org_id: str, principal_id: str, run_id: str, pot: int) -> dict[str, Any]:
-    """The inspection of one run (see the module docstring); administrators only, writes nothing.
-    ``pot`` is ``Settings.butler_run_pot``, against which the program's ``checks`` is judged."""
+def inspect(conn: Connection, *, org_id: str, principal_id: str, run_id: str, pot: int,
+            at: datetime | None = None) -> dict[str, Any]:
+    """The inspection of one run (see the module docstring); administrators only.
+
+    ``pot`` is ``Settings.butler_run_pot``, against which the program's ``checks`` is judged. Writes
+    nothing, except ``supervised.opened`` when a live supervised grant (``governance.supervised``) is what
+    opens the content facts: it is appended in ``conn``'s transaction before they are returned, and a
+    failure to append raises, so nothing is disclosed unrecorded. ``at`` is the reading time (needed for the
+    grant arm; without it no grant is consulted).
+    """
     row = _source(conn, org_id, principal_id, run_id)
     facts = dict(row.trigger_facts or {})
     mailbox_id = facts.get("mailbox_id")
     may_read = is_id(mailbox_id, "mbx") and holds(conn, org_id, principal_id, METADATA_READERS, "mailbox",
                                                  str(mailbox_id))
+    opened_by: Any = None
+    if not may_read and at is not None and is_id(mailbox_id, "mbx") and any(fact_class(k) == "content" for k in facts):
+        opened_by = supervised.live_grant(conn, org_id=org_id, grantee_id=principal_id, mailbox_id=str(mailbox_id),
+                                          now=at)
+        if opened_by is not None:
+            # The disclosure is recorded before it is made (seed 003: recordDisclosure throws).
+            supervised.record_opened(conn, org_id=org_id, reader_id=principal_id, at=at, grant=opened_by,
+                                     subject=run_id, what="butler_run.trigger_facts",
+                                     fields=sorted(k for k in facts if fact_class(k) == "content"))
+            may_read = True
     shown, redacted = disclose(facts, may_read)
     replays = conn.execute(select(_R.id, _R.version_id, _R.state, _R.outcome_reason, _R.started_at, _R.replayed_by)
                            .where(_R.org_id == org_id, _R.replay_of == run_id).order_by(_R.started_at, _R.id)).all()
@@ -234,6 +258,7 @@ def inspect(conn: Connection, *, org_id: str, principal_id: str, run_id: str, po
                      "started_at": r.started_at.isoformat(), "replayed_by": r.replayed_by} for r in replays],
         "re_run": availability(row, pot).to_json(),
         "pause_id": row.pause_id,
+        "supervised_grant_id": opened_by.id if opened_by is not None else None,
         "not_recorded": NOT_RECORDED,
     }
 
@@ -259,12 +284,16 @@ _REFUSALS: dict[str, tuple[str, str, str]] = {
                                "The engine would refuse it before any effect."),
     "butler_paused": ("E_BUTLER_PAUSED", "The Butler is paused.",
                       "A paused Butler starts no run, a re-run included."),
+    "butler_disabled": ("E_BUTLER_DISABLED", "The Butler is disabled.",
+                        "A disabled Butler starts no run, a re-run included."),
 }
 
 
 def _fix(why: str, row: Any) -> str:
     if why == "butler_paused":
         return f"Resume it first: POST /api/butler-pauses/{row.pause_id}/resume with a reason."
+    if why == "butler_disabled":
+        return f"Enable it first: POST /api/butlers/{row.butler_id}/enable (mailnode butler enable {row.butler_id})."
     if why == "input_not_recorded":
         return "Nothing changes this run; a new delivery starts a new one."
     return f"Publish a version that checks: PUT /api/butlers/{row.butler_id}/draft, then POST /api/butlers/{row.butler_id}/publish."

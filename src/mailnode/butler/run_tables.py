@@ -64,6 +64,9 @@ butler_runs = Table(
     Column("state", String(20), nullable=False),
     Column("state_at", UTCDateTime, nullable=False),
     Column("outcome_reason", Text, nullable=True),
+    #: Why the run ended as it did, beyond its reason token (``record.outcome_detail``): a failed run's
+    #: node, expression and four-part error, a refused run's findings. NULL when there is nothing more.
+    Column("outcome_detail", JSONText, nullable=True),
     Column("started_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime, nullable=True),
     Column("nodes_executed", Integer, nullable=False, server_default="0"),

@@ -49,6 +49,10 @@ butlers = Table(
     Column("name", Text, nullable=False),
     Column("created_by", String(40), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    #: Disabled by an administrator (``lifecycle.disable``): no new run opens; NULL while enabled.
+    Column("disabled_at", UTCDateTime, nullable=True),
+    Column("disabled_by", String(40), nullable=True),
+    Column("disabled_reason", Text, nullable=True),
     UniqueConstraint("org_id", "name"),
 )
 

@@ -9,6 +9,7 @@ still starts a run and is refused by the engine's re-check, visibly), and opens 
 row per match, id ``<version id>-<message id>``, with the trigger facts. It then starts
 ``engine.run_butler`` with that id as the DBOS workflow id.
 
+A Butler an administrator disabled (``lifecycle.disable``) starts no run; its runs already open walk on.
 The pause and the loop (``butler.pause``). A Butler with a pause in force starts no run: the pause is
 outer-joined into the read of published versions, so checking it adds no statement. A delivery that
 replies to a Butler's proposed send (one extra statement, only for threaded mail) is matched to the
@@ -113,11 +114,13 @@ def listening_on(ast_json: str) -> str | None:
 
 
 def published_versions(conn: Connection, org_id: str) -> list[Any]:
-    """Every published version with its Butler's name, the pause in force (``pause_id``, NULL when
-    none) and when its last pause was resumed: one statement, the pause riding on the read."""
+    """Every published version with its Butler's name, whether it is disabled (``disabled_at``), the pause in
+    force (``pause_id``, NULL when none) and when its last pause was resumed: one statement, the pause
+    riding on the read."""
     v = butler_versions.c
     return list(conn.execute(
-        select(v.id, v.butler_id, v.ast_json, butlers.c.name, butler_pauses.c.id.label("pause_id"),
+        select(v.id, v.butler_id, v.ast_json, butlers.c.name, butlers.c.disabled_at,
+               butler_pauses.c.id.label("pause_id"),
                pause.last_resumed_at(v.org_id, v.butler_id).label("last_resumed_at"))
         .join(butlers, butlers.c.id == v.butler_id)
         .outerjoin(butler_pauses, pause.in_force_on(v.org_id, v.butler_id))
@@ -137,6 +140,10 @@ def open_runs_in(conn: Connection, message_id: str, now: Any) -> list[str]:
     chain = pause.reply_chain(provoked)
     run_ids: list[str] = []
     for version in listening:
+        if version.disabled_at is not None:
+            log.info("butler.disabled butler=%s message=%s: disabled by an administrator, no run started",
+                     version.butler_id, message_id)
+            continue
         if version.pause_id is not None:
             log.warning("butler.paused butler=%s pause=%s message=%s: E_BUTLER_PAUSED, no run started",
                         version.butler_id, version.pause_id, message_id)

@@ -123,7 +123,8 @@ class WalkResult:
 
     ``nodes_executed`` counts node visits (a loop node once, its body per item); ``effects`` counts
     ``ok`` effects and ``refusals`` refused ones; ``visited`` lists node ids in visit order; ``detail``
-    holds the fault's ``what`` when the run failed.
+    says why a run that did not finish ended: ``node`` (the node being run), the fault's ``what`` and, for
+    the program's own faults, its ``why``, ``fix`` and ``expression`` (issue 17 item 11).
     """
 
     state: str
@@ -159,6 +160,8 @@ class _Walk:
     result: WalkResult
     visits: dict[str, int] = field(default_factory=dict)
     seq: int = 0
+    #: The node being run (a loop node again once its body returned), named by a fault's detail.
+    current: str | None = None
 
     async def chain(self, start: str | None) -> None:
         """Run nodes from ``start`` until an edge is null (return) or a terminal is reached (raise)."""
@@ -170,6 +173,7 @@ class _Walk:
             self.visits[node.id] = self.visits.get(node.id, 0) + 1
             self.result.nodes_executed += 1
             self.result.visited.append(node.id)
+            self.current = node.id
             current = await self.visit(node, f"{node.id}#{self.visits[node.id]}")
 
     async def visit(self, node: Node, step: str) -> str | None:
@@ -214,6 +218,7 @@ class _Walk:
             if isinstance(node, MapNode):
                 steps.pop(node.collect_as, None)
             await self.chain(node.body)
+            self.current = node.id
             if isinstance(node, MapNode):
                 if node.collect_as not in steps:
                     raise _fault("E_BUTLER_MAP_COLLECTS_NOTHING",
@@ -303,8 +308,10 @@ async def walk(document: ButlerDocument, state: dict[str, Any], effects: Effects
     try:
         await w.chain(document.entry)
     except _End as end:
-        result.state, result.reason, result.detail = end.state, end.reason, end.detail
+        result.state, result.reason = end.state, end.reason
+        result.detail = {"node": w.current, **end.detail} if w.current is not None else dict(end.detail)
     except (expr.ExprError, parent.ReplyRefused, schema_subset.SchemaSubsetError) as exc:
-        # The program's own faults: the run ends failed with the code.
-        result.state, result.reason, result.detail = "failed", exc.code, {"what": exc.what, **exc.detail}
+        # The program's own faults: the run ends failed with the code, the node and the four-part error.
+        result.state, result.reason = "failed", exc.code
+        result.detail = {"node": w.current, "what": exc.what, "why": exc.why, "fix": exc.fix, **exc.detail}
     return result

@@ -4,6 +4,8 @@ loop detector can see anything at all (seed 003 "What doctor says, and the hard 
 - ``butler_paused``: each pause in force, with its Butler's name, since when, what tripped it, the
   figure behind it and the route that resumes it (degraded: the mail still arrives and is still
   answerable by hand, but nothing answers it automatically).
+- ``butler_trigger_unrouted``: a published, enabled Butler whose trigger address no mailbox of the
+  organisation has (degraded: no delivery can ever start it; issue 17 item 13).
 - ``butler_run_silence``: a published, unpaused Butler whose trigger address received mail after its
   publication and which never ran since, or whose stored program no longer parses or checks (the
   engine refuses it at run start), is degraded; one
@@ -37,6 +39,7 @@ from mailnode.butler.trigger import listening_on
 from mailnode.doctor.findings import Concern, Finding, Item, Severity, listed, not_observed
 from mailnode.errors import MailnodeError
 from mailnode.mail.message_tables import messages
+from mailnode.mail.tables import mailbox_addresses
 from mailnode.node import Node
 
 
@@ -233,9 +236,44 @@ def butler_runs_stuck(node: Node, org_id: str | None) -> Finding:
     return Finding(name, Severity.DEGRADED, False, f"{len(found)} of {scope} stuck: {shown}", " ".join(fix), data)
 
 
+def unrouted_triggers(published: list[tuple[str, str, str | None]], addresses: set[str]) -> list[tuple[str, str, str]]:
+    """The ``(butler id, name, address)`` of each published Butler whose trigger address no mailbox of the
+    organisation has (pure; ``addresses`` lower-cased). A trigger that does not parse is ``butler_run_silence``'s."""
+    return [(bid, name, address) for bid, name, address in published
+            if address is not None and address not in addresses]
+
+
+def butler_trigger_unrouted(node: Node, org_id: str | None) -> Finding:
+    """Published, enabled Butlers listening on an address no mailbox of the organisation has: no delivery can
+    ever start them (issue 17 item 13)."""
+    name = "butler_trigger_unrouted"
+    if org_id is None:
+        return _no_org(name)
+    v = butler_versions.c
+    with node.read() as conn:
+        rows = conn.execute(select(v.butler_id, butlers.c.name, v.ast_json).join(butlers, butlers.c.id == v.butler_id)
+                            .where(v.org_id == org_id, v.state == "published", butlers.c.disabled_at.is_(None))
+                            .order_by(butlers.c.name)).all()
+        addresses = {str(a).strip().lower() for a in conn.execute(
+            select(mailbox_addresses.c.address).where(mailbox_addresses.c.org_id == org_id)).scalars()}
+    found = unrouted_triggers([(r.butler_id, r.name, listening_on(r.ast_json)) for r in rows], addresses)
+    if not found:
+        return Finding(name, Severity.DEGRADED, True,
+                       f"{len(rows)} published Butlers, each listening on an address a mailbox has")
+    items = [Item(Concern("butler", bid), f"{bname!r} ({bid}) listens on {address}, which no mailbox has",
+                  {"butler_id": bid, "name": bname, "address": address}, "butlers",
+                  f"create a mailbox for {address} (POST /api/mailboxes) or add it to one (PATCH /api/mailboxes/{{id}} "
+                  f"addresses), or publish a trigger on a mailbox's address (PUT /api/butlers/{bid}/draft, then publish)")
+             for bid, bname, address in found]
+    return listed(name, Severity.DEGRADED, False, items,
+                  fix_lead="No delivery can start these Butlers. Give a mailbox the address, or point the trigger "
+                  "at a mailbox's address: ")
+
+
 #: The Butler checks, in report order (registered in ``doctor.checks.CHECKS``).
 BUTLER_CHECKS = {
     "butler_paused": butler_paused,
+    "butler_trigger_unrouted": butler_trigger_unrouted,
     "butler_run_silence": butler_run_silence,
     "butler_loop_detection": butler_loop_detection,
     "butler_runs_stuck": butler_runs_stuck,

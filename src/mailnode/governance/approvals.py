@@ -39,6 +39,7 @@ from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import effects
 from mailnode.governance.matching import Shortfall, shortfall
 from mailnode.governance.policy import Stage
+from mailnode.governance.supervised_tables import supervised_grants
 from mailnode.governance.tables import approval_decisions, approval_stages, approvals, domain_pauses
 from mailnode.ids import new_id, parse_id
 from mailnode.notify.notice_tables import hold_lifts, holds
@@ -50,6 +51,7 @@ class SubjectKind(StrEnum):
     SEND_MANIFEST = "send_manifest"
     DOMAIN_PAUSE = "domain_pause"
     HOLD_LIFT = "hold_lift"
+    SUPERVISED_READ = "supervised_read"
 
 
 class ApprovalState(StrEnum):
@@ -103,6 +105,9 @@ SUBJECTS: dict[SubjectKind, SubjectSpec] = {
                                           _pause_refused, _pause_refused, "E_DOMAIN_PAUSE_RACED"),
     SubjectKind.HOLD_LIFT: SubjectSpec("mailbox", "approval.decide", None, effects.hold_lifted,
                                        effects.hold_lift_refused, effects.hold_lift_refused, "E_HOLD_LIFT_RACED"),
+    SubjectKind.SUPERVISED_READ: SubjectSpec("mailbox", "approval.decide", None, effects.supervised_granted,
+                                             effects.supervised_refused, effects.supervised_refused,
+                                             "E_SUPERVISED_RACED"),
 }
 
 
@@ -438,8 +443,19 @@ def _hold_lift(conn: Connection, lift_id: str) -> dict[str, Any] | None:
                      "placed_at": _iso(r.placed_at), "in_force": r.lifted_at is None}}
 
 
+def _supervised(conn: Connection, grant_id: str) -> dict[str, Any] | None:
+    """What a ``supervised_read`` approval asks, for its decider (one statement): who would read which
+    mailbox's mail facts, in which scope, for how long and why. None when the grant row is gone."""
+    g = supervised_grants.c
+    r = conn.execute(select(supervised_grants).where(g.id == grant_id)).first()
+    if r is None:
+        return None
+    return {"grant_id": r.id, "mailbox_id": r.mailbox_id, "grantee_id": r.grantee_id, "scope": r.scope,
+            "reason": r.reason, "duration_seconds": r.duration_seconds, "requested_at": _iso(r.requested_at)}
+
+
 def _json(row: Any, stages: list[Stage], st: _Standing | None, pause: Any | None,
-          lift: dict[str, Any] | None = None) -> dict[str, Any]:
+          lift: dict[str, Any] | None = None, supervised: dict[str, Any] | None = None) -> dict[str, Any]:
     nxt = st.open_stage() if st else None
     return {"id": row.id, "subject_kind": row.subject_kind, "subject_id": row.subject_id, "scope_id": row.scope_id,
             "actor_id": row.actor_id, "state": row.state, "requested_at": row.requested_at.isoformat(),
@@ -449,7 +465,7 @@ def _json(row: Any, stages: list[Stage], st: _Standing | None, pause: Any | None
             "decided_by_me": bool(st and st.mine is not None),
             "domain_pause": ({"pause_id": pause.id, "domain": pause.domain, "reason": pause.reason}
                              if pause is not None else None),
-            "hold_lift": lift}
+            "hold_lift": lift, "supervised": supervised}
 
 
 def pending_for(conn: Connection, *, org_id: str, caller_id: str, limit: int, cursor: str | None) -> list[dict[str, Any]]:
@@ -459,7 +475,8 @@ def pending_for(conn: Connection, *, org_id: str, caller_id: str, limit: int, cu
     Each carries what it asks, so a decider needs no other lookup: ``domain_pause`` (``{pause_id, domain,
     reason}``) for a domain pause, ``hold_lift`` (``{lift_id, reason, requested_by, requested_at, hold:
     {id, mailbox_id, matter_id, from_date, to_date, placed_by, placed_at, in_force}}``) for a hold lift
-    (spec/outbound.md §7); null for other kinds."""
+    (spec/outbound.md §7), ``supervised`` (``{grant_id, mailbox_id, grantee_id, scope, reason,
+    duration_seconds, requested_at}``) for a supervised grant; null for other kinds."""
     scopes = set(mailboxes_visible(conn, org_id, caller_id, ("approval.decide",)))
     if is_admin(conn, org_id, caller_id):
         scopes.add(org_id)
@@ -480,5 +497,7 @@ def pending_for(conn: Connection, *, org_id: str, caller_id: str, limit: int, cu
         if row.subject_kind == SubjectKind.DOMAIN_PAUSE.value:
             pause = conn.execute(select(domain_pauses).where(domain_pauses.c.id == row.subject_id)).first()
         lift = _hold_lift(conn, row.subject_id) if row.subject_kind == SubjectKind.HOLD_LIFT.value else None
-        out.append(_json(row, st.stages, st, pause, lift))
+        grant = (_supervised(conn, row.subject_id) if row.subject_kind == SubjectKind.SUPERVISED_READ.value
+                 else None)
+        out.append(_json(row, st.stages, st, pause, lift, grant))
     return out

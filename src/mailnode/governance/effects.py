@@ -21,11 +21,12 @@ depends only on the tables; ``tests/governance/test_effects.py`` checks them aga
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, select, update
 
+from mailnode.governance.supervised_tables import supervised_grants
 from mailnode.governance.tables import domain_pauses
 from mailnode.ids import prefix_of
 from mailnode.notify.notice_tables import hold_lifts, holds
@@ -139,3 +140,30 @@ def hold_lifted(conn: Connection, subject_id: str, now: datetime, note: str = ""
 def hold_lift_refused(conn: Connection, subject_id: str, now: datetime, note: str = "") -> Effect:
     """A lift was refused or can no longer be approved: the hold stays in force."""
     return Effect(True, {"hold_lifted": False})
+
+
+def supervised_granted(conn: Connection, subject_id: str, now: datetime, note: str = "") -> Effect:
+    """Two deciders approved a supervised grant: it is live from ``now`` for its ``duration_seconds`` and
+    ``supervised.granted`` is audited (only if it was still a request)."""
+    g = supervised_grants.c
+    row = conn.execute(select(supervised_grants).where(g.id == subject_id)).first()
+    if row is None:
+        return Effect(False, {"supervised_granted": False})
+    expires = now + timedelta(seconds=int(row.duration_seconds))
+    done = conn.execute(update(supervised_grants)
+                        .where(g.id == subject_id, g.granted_at.is_(None), g.refused_at.is_(None))
+                        .values(granted_at=now, expires_at=expires))
+    if done.rowcount != 1:
+        return Effect(False, {"supervised_granted": False, "grant_id": subject_id})
+    return Effect(True, {"supervised_granted": True, "grant_id": subject_id, "expires_at": expires.isoformat()},
+                  "supervised.granted", subject_id,
+                  {"mailbox_id": row.mailbox_id, "grantee_id": row.grantee_id, "scope": row.scope,
+                   "reason": row.reason, "expires_at": expires.isoformat()})
+
+
+def supervised_refused(conn: Connection, subject_id: str, now: datetime, note: str = "") -> Effect:
+    """A supervised grant was denied or can no longer be approved: it never opens anything."""
+    g = supervised_grants.c
+    conn.execute(update(supervised_grants).where(g.id == subject_id, g.granted_at.is_(None), g.refused_at.is_(None))
+                 .values(refused_at=now))
+    return Effect(True, {"supervised_granted": False, "grant_id": subject_id})

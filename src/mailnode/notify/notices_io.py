@@ -117,6 +117,7 @@ APPROVAL_WORDS: dict[str, str] = {
     ap.SubjectKind.SEND_MANIFEST.value: "a send a policy holds until it is approved",
     ap.SubjectKind.DOMAIN_PAUSE.value: "placing a pause on a sending domain",
     ap.SubjectKind.HOLD_LIFT.value: "lifting a legal hold",
+    ap.SubjectKind.SUPERVISED_READ.value: "a supervised read of a mailbox's mail facts",
 }
 
 

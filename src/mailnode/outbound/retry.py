@@ -3,6 +3,8 @@
 - ``cancel``: ``held`` or ``awaiting`` → ``cancelled`` (one conditional update; recipients follow; a
   pending approval of the send is settled ``cancelled`` in the same transaction; ``send.cancelled``).
   Needs ``send.propose`` on the mailbox. ``E_SEND_NOT_STOPPABLE`` (409) names the state it is in instead.
+  A Butler run parked on the send's release ends ``stopped/send_cancelled`` in the same transaction
+  (``butler.parked``; the caller tells its workflow after the commit, ``parked.tell``).
 - ``release_hold``: ``awaiting/policy_hold`` → ``held`` (``release_at`` unchanged; recipients follow;
   ``send.released``). Needs ``send.propose`` on the mailbox (the author may release their own). A
   Butler's send moves on to the next gate of the total order, ``awaiting/butler_release_required``,
@@ -14,7 +16,9 @@
   ``E_RETRY_RACED`` (409) when the state moved meanwhile. ``send.retried``.
 - ``resend_may_duplicate`` (mode ``resend-may-duplicate``): a person, a reason and
   ``accept_duplicate_risk: true``; a new manifest (``resend_of``) sealed through the same seal, to the
-  recipients the first one may not have reached, entering the hold window. ``send.resent``.
+  recipients the first one may not have reached, entering the hold window. ``send.resent``. The copy keeps
+  the original author and the headers that mark a Butler's mail automatic (``Auto-Submitted: auto-replied``,
+  RFC 3834); the resender is the actor (spec/butler.md §8.2: original author, no release gate).
 Unknown or undisclosed sends are ``E_NO_SUCH_SEND`` (404) alike. A send whose sealed body retention deleted
 is refused by both modes up front, before the offer is read and with nothing written: 410
 ``E_CONTENT_DELETED`` (spec/transactional.md §5; re-queuing it would only reach a dispatch with no body).
@@ -29,6 +33,7 @@ from sqlalchemy import Connection, func, select, update
 
 from mailnode import audit
 from mailnode.authz import holds
+from mailnode.butler import parked
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import approvals
 from mailnode.ids import parse_id, prefix_of
@@ -86,9 +91,12 @@ def cancel(conn: Connection, *, org_id: str, principal_id: str, at: datetime, se
     # An approval nobody needs any more is settled with its subject, so it leaves the deciders' queue.
     approval_cancelled = approvals.cancel_pending(conn, kind=approvals.SubjectKind.SEND_MANIFEST,
                                                   subject_id=send_id, now=at)
+    # A Butler run parked on this send's release will never be released: it ends now (butler.parked).
+    ended = parked.end_parked_on(conn, org_id=org_id, send_id=send_id, send_state=SendState.CANCELLED.value, at=at)
     audit.append(conn, org_id=org_id, at=at, action="send.cancelled", actor_id=principal_id, subject=send_id,
                  detail={"from": row.state, "from_reason": row.state_reason, "stopped_before_dispatch": True,
-                         "approval_cancelled": approval_cancelled})
+                         "approval_cancelled": approval_cancelled,
+                         **({"run_stopped": ended.run_id} if ended is not None else {})})
     return SendState.CANCELLED.value
 
 
@@ -196,17 +204,19 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
                        send_id=send_id, offer=offer.to_json())
     body = retention_io.read_content(node, source_id=send_id, digest=row.body_typed_sha256).decode("utf-8")
     # The same mail again: the display names, the HTML part and the attachments (read back from the rendered
-    # message, which holds them) go with the text.
+    # message, which holds them) go with the text. The copy keeps the original author (a Butler's stays a
+    # Butler's, Auto-Submitted and all); the person who resends is the actor and the authority asked
+    # (SealRequest.resent_by).
     html = (retention_io.read_content(node, source_id=send_id, digest=row.body_html_sha256).decode("utf-8")
             if row.body_html_sha256 else None)
     attached = (attachments_of(retention_io.read_content(node, source_id=send_id, digest=row.rendered_sha256))
                 if row.attachments else ())
     names = row.display_names or {}
-    sealed = seal(node, org_id=org_id, author_id=principal_id, request=SealRequest(
+    sealed = seal(node, org_id=org_id, author_id=row.author_id, request=SealRequest(
         mailbox_id=row.mailbox_id, to=[written_address(a, names.get(a.lower())) for a in row.to_addresses],
         cc=[written_address(a, names.get(a.lower())) for a in row.cc_addresses], bcc=row.bcc_addresses,
         subject=row.subject, body=body, in_reply_to_message_id=row.in_reply_to_message_id,
-        sender_address=row.envelope_from, resend_of=send_id, resend_reason=reason.strip(),
+        sender_address=row.envelope_from, resend_of=send_id, resend_reason=reason.strip(), resent_by=principal_id,
         envelope_only=frozenset(pending), html=html, attachments=attached))
     return sealed
 

@@ -115,6 +115,10 @@ class SealRequest:
         notice: the node's own notice (``Auto-Submitted: auto-generated``).
         resend_of: the manifest this one re-sends (set by ``retry.resend_may_duplicate`` only), with
             ``resend_reason``; ``send.resent`` is audited in the seal's transaction.
+        resent_by: the person who resends (with ``resend_of``). The copy keeps the original author (and so
+            its ``Auto-Submitted``, RFC 3834 §5, when a Butler wrote it), while the authority asked is the
+            resender's ``send.propose`` and the actor of ``send.sealed``/``send.resent`` is the resender. A
+            resent Butler send meets no Butler release gate: resending it is a person's release.
         envelope_only: when set, recipient rows are made only for these lower-cased addresses (a resend
             to the recipients a first attempt may not have reached); the headers stay as composed.
         mail_class: ``correspondence`` (default), ``realtime`` or ``deferrable`` (``notify.classes``);
@@ -137,6 +141,7 @@ class SealRequest:
     notice: bool = False
     resend_of: str | None = None
     resend_reason: str | None = None
+    resent_by: str | None = None
     envelope_only: frozenset[str] | None = field(default=None)
     mail_class: str = DEFAULT_MAIL_CLASS.value
     system: bool = False
@@ -337,7 +342,9 @@ def class_of(request: SealRequest) -> MailClass:
 def _read_facts(conn: Connection, org_id: str, author_id: str, req: SealRequest, transport: str) -> _Facts:
     parse_id(req.mailbox_id, "mbx", "mailbox_id")
     system = req.system or req.notice
-    if not system and not holds(conn, org_id, author_id, "send.propose", "mailbox", req.mailbox_id):
+    # A resend is the resender's act: their send.propose is the authority asked (the author's may be gone).
+    acting = req.resent_by or author_id
+    if not system and not holds(conn, org_id, acting, "send.propose", "mailbox", req.mailbox_id):
         raise may_not_send(req.mailbox_id)
     # The provider breaker's row rides on the mailbox read (a LEFT JOIN on the transport's name), so the
     # provider gate costs the seal no statement (budgets.SEAL_MAX_STATEMENTS).
@@ -360,9 +367,9 @@ def _read_facts(conn: Connection, org_id: str, author_id: str, req: SealRequest,
                                      messages.c.rfc_message_id, messages.c.references)
                               .where(messages.c.id == req.in_reply_to_message_id,
                                      messages.c.org_id == org_id)).first()
-        if parent is None or not may_reply_to(conn, org_id=org_id, author_id=author_id,
-                                              parent_id=req.in_reply_to_message_id,
-                                              parent_mailbox_id=parent.mailbox_id):
+        if parent is None or not any(
+                may_reply_to(conn, org_id=org_id, author_id=who, parent_id=req.in_reply_to_message_id,
+                             parent_mailbox_id=parent.mailbox_id) for who in dict.fromkeys((author_id, acting))):
             raise no_such_parent(req.in_reply_to_message_id)
     first = rows[0]
     stored = (SimpleNamespace(**{c.name: getattr(first, f"ps_{c.name}") for c in ps})
@@ -474,7 +481,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             inputs["approval_satisfiable"] = True
         decision = gates.decide(gates.GateFacts(
             **inputs, rate_gate=StateReason(rate) if rate is not None else None,
-            butler_release_required=correspondence and prefix_of(author_id) == "btl",
+            butler_release_required=correspondence and prefix_of(author_id) == "btl" and request.resent_by is None,
             provider_unavailable=provider_unavailable))
         reason = decision.reason.value if decision.reason else None
         last_error = _seal_error(decision, gov, domain)
@@ -510,8 +517,10 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
         if draft_id is not None:
             conn.execute(delete(drafts).where(drafts.c.id == draft_id, drafts.c.author_id == author_id))
         # A notice is the node's own words: the node (None) seals it; ``author_id`` only names its reader.
-        sealed_by = None if request.notice else author_id
+        sealed_by = None if request.notice else (request.resent_by or author_id)
         for_reader = {"notice_for": author_id} if request.notice else {}
+        if request.resent_by is not None and request.resent_by != author_id:
+            for_reader["author_id"] = author_id
         audit.append(conn, org_id=org_id, at=now, action="send.sealed", actor_id=sealed_by, subject=send_id,
                      detail={**for_reader, "mailbox_id": request.mailbox_id, "recipients": len(rows),
                              "state": decision.state.value, "state_reason": reason, "gate": decision.gate.name.lower(),
@@ -529,7 +538,8 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             gatefacts.record_rate_limited(conn, org_id=org_id, manifest_id=send_id, mailbox_id=request.mailbox_id,
                                           reading=gate_reading, now=now, at="seal", guard=None)
         if request.resend_of is not None:
-            audit.append(conn, org_id=org_id, at=now, action="send.resent", actor_id=author_id, subject=send_id,
+            audit.append(conn, org_id=org_id, at=now, action="send.resent", actor_id=request.resent_by or author_id,
+                         subject=send_id,
                          detail={"resend_of": request.resend_of, "reason": (request.resend_reason or "")[:300],
                                  "duplicate_possible": True})
     return Sealed(send_id, decision.state, reason, release_at, message_id.strip("<>"), conversation_id, len(rows),

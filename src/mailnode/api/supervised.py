@@ -1,0 +1,46 @@
+"""Routes for supervised grants (issue 17 item 14; ``mailnode.governance.supervised``).
+
+``POST /api/supervised-grants {mailbox_id, scope, reason, duration_seconds}`` (administrators) asks for a
+time-limited grant for the caller, answered 201 ``{supervised_grant, approval_id, stages, eligible}``; two
+holders of ``approval.decide`` on the mailbox decide it at ``POST /api/approvals/{id}/decide``.
+``GET /api/supervised-grants`` lists the organisation's grants (administrators), each with ``live``.
+Codes: ``mailnode.governance.supervised``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.api.models import Strict
+from mailnode.governance import supervised
+
+router = APIRouter(prefix="/api/supervised-grants", tags=["governance"])
+
+
+class GrantIn(Strict):
+    """``{mailbox_id, scope, reason, duration_seconds}``: what to read, why and for how long (seconds)."""
+
+    mailbox_id: str
+    scope: str
+    reason: str = ""
+    duration_seconds: int
+
+
+@router.post("", status_code=201)
+def request(body: GrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Ask for a supervised grant for yourself; nothing opens until two deciders approve it."""
+    with node.begin() as conn:
+        return supervised.request(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
+                                  mailbox_id=body.mailbox_id, scope=body.scope, reason=body.reason,
+                                  duration_seconds=body.duration_seconds)
+
+
+@router.get("")
+def list_(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """The organisation's supervised grants, newest first (at most ``budgets.LIST_LIMIT_MAX``)."""
+    with node.read() as conn:
+        return {"supervised_grants": supervised.list_grants(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                                            now=node.clock.now())}
