@@ -19,6 +19,7 @@ of ``BEGIN``, so a budget counts the same work on both databases.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,7 +46,10 @@ class Measurement:
 class StatementMeter:
     """Counts statements per thread for the engine it is attached to."""
 
-    _by_engine: dict[int, "StatementMeter"] = {}
+    #: One meter per live engine, keyed weakly on the engine itself: keyed on ``id(engine)``, a new engine
+    #: that reused a collected one's id got the old meter, whose listener sat on the dead engine, and
+    #: counted nothing (a test saw 0 statements where 9 ran once enough nodes had come and gone).
+    _by_engine: "weakref.WeakKeyDictionary[Engine, StatementMeter]" = weakref.WeakKeyDictionary()
 
     def __init__(self) -> None:
         self._local = threading.local()
@@ -53,12 +57,11 @@ class StatementMeter:
     @classmethod
     def attach(cls, engine: Engine) -> "StatementMeter":
         """The meter of ``engine``, attaching it on first use (one per engine)."""
-        key = id(engine)
-        meter = cls._by_engine.get(key)
+        meter = cls._by_engine.get(engine)
         if meter is None:
             meter = cls()
             event.listen(engine, "before_cursor_execute", meter._on_execute)
-            cls._by_engine[key] = meter
+            cls._by_engine[engine] = meter
         return meter
 
     def _stack(self) -> list[Measurement]:
