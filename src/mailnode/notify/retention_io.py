@@ -50,7 +50,7 @@ this module reads its facts, calls it, and writes what it returns.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -177,30 +177,27 @@ def enrol(conn: Connection, *, org_id: str, limit: int = budgets.RETENTION_ENROL
 def extend(conn: Connection, *, source_ids: Iterable[str], now: datetime) -> int:
     """Write ``retain_until`` on the unpurged ledger rows of ``source_ids`` where
     ``retention.retain_until_write`` says so (the half-window floor); returns rows written."""
-    ids = sorted(set(source_ids))
-    if not ids:
-        return 0
-    written = 0
-    for r in conn.execute(select(rc.source_id, rc.retain_until)
-                          .where(rc.source_id.in_(ids), rc.purged_at.is_(None))).all():
-        target = retention.retain_until_write(r.retain_until, now)
-        if target is not None:
-            conn.execute(update(retained_content).where(rc.source_id == r.source_id).values(retain_until=target))
-            written += 1
-    return written
+    return _move_retain_until(conn, source_ids, now, retention.retain_until_write)
 
 
 def extend_at_give_up(conn: Connection, *, source_ids: Iterable[str], now: datetime) -> int:
     """Give the unpurged ledger rows of ``source_ids`` a fresh grace period from ``now`` (a give-up: the
     person will not be told; seed 002, ``retention.retain_until_at_give_up``); returns rows written.
     One read and one write per row moved; in the caller's transaction (the give-up's)."""
+    return _move_retain_until(conn, source_ids, now, retention.retain_until_at_give_up)
+
+
+def _move_retain_until(conn: Connection, source_ids: Iterable[str], now: datetime,
+                       rule: Callable[[datetime | None, datetime], datetime | None]) -> int:
+    """Apply the pure ``rule(current retain_until, now) -> new value or None`` to the unpurged ledger rows of
+    ``source_ids``; one read, then one write per row the rule moves; returns rows written."""
     ids = sorted(set(source_ids))
     if not ids:
         return 0
     written = 0
     for r in conn.execute(select(rc.source_id, rc.retain_until)
                           .where(rc.source_id.in_(ids), rc.purged_at.is_(None))).all():
-        target = retention.retain_until_at_give_up(r.retain_until, now)
+        target = rule(r.retain_until, now)
         if target is not None:
             conn.execute(update(retained_content).where(rc.source_id == r.source_id).values(retain_until=target))
             written += 1
