@@ -27,7 +27,8 @@ from aiosmtpd.smtp import SMTP
 
 from mailnode import budgets
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+#: The repository's copy of the corpus (a clone has no ../shared).
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "corpus"
 
 
 def free_port() -> int:

@@ -16,7 +16,7 @@ from typing import Any
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 
 #: ``<repo>/../shared/corpus``: the project's shared original, present only beside a working checkout.
-SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"  # read only by the digest comparison
 
 
 def corpus() -> Path:
