@@ -4,11 +4,16 @@
 ``MAILNODE_TEST_PG_URL`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``); the session creates
 its own database and drops it at the end. When PostgreSQL is asked for but unreachable, the tests that
 need it fail loudly rather than skip silently.
+
+Each test starts from a schema at head with no rows (``database_url``, ``settings``): PostgreSQL migrates
+once per session and empties the tables a test used; SQLite copies a file migrated once per session. Tests
+of migrating from nothing ask for ``blank_database_url`` / ``blank_settings`` instead.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,30 +51,119 @@ def pg_database() -> Iterator[str]:
     admin.dispose()
 
 
+#: The shape of a migrated, untouched PostgreSQL schema, read once per session after the first rebuild:
+#: (tables, indexes, triggers). A test that changed the schema (a migration test downgrading, say) leaves
+#: another shape or another alembic revision, and the next test rebuilds from nothing.
+_PG_SHAPE: dict[str, Any] = {}
+
+_SHAPE_SQL = text(
+    "SELECT (SELECT string_agg(table_schema || '.' || table_name, ',' ORDER BY table_schema, table_name) "
+    "        FROM information_schema.tables WHERE table_schema = 'public'),"
+    "       (SELECT count(*) FROM pg_indexes WHERE schemaname = 'public'),"
+    "       (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+    "        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND NOT t.tgisinternal)")
+
+
+def _pg_reset(base: str, *, blank: bool) -> None:
+    """Bring the session database to a migrated schema with no rows (or, ``blank``, no schema at all).
+
+    Migrating from nothing costs most of a second per test on PostgreSQL (19 revisions of DDL); emptying
+    an unchanged schema with one TRUNCATE costs a few milliseconds. Rows in DBOS's own tables go too, but
+    DBOS's record of its migrations stays, so a launch does not redo them.
+    """
+    from mailnode.db import migrate
+
+    engine = create_engine(base.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as c:
+            # A previous test's pool or served process may still hold a connection (and its locks): end them
+            # first so neither the TRUNCATE nor dropping the schema can wait on them.
+            c.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()"))
+            if not blank and _pg_unchanged(c, migrate.head_revisions()):
+                tables = c.execute(text(
+                    "SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables "
+                    "WHERE schemaname IN ('public', 'dbos') AND tablename <> 'alembic_version' "
+                    "AND tablename NOT LIKE '%migration%'")).scalars().all()
+                # TRUNCATE makes a new file per table, empty or not: only the tables holding rows.
+                probe = " UNION ALL ".join(f"SELECT '{t}' FROM {t} HAVING count(*) > 0" for t in tables)
+                used = c.execute(text(probe)).scalars().all() if tables else []
+                if used:
+                    c.execute(text(f"TRUNCATE {', '.join(used)} RESTART IDENTITY CASCADE"))
+                return
+            c.execute(text("DROP SCHEMA public CASCADE"))
+            c.execute(text("CREATE SCHEMA public"))
+            c.execute(text("DROP SCHEMA IF EXISTS dbos CASCADE"))
+        _PG_SHAPE.clear()
+        if blank:
+            return
+        migrate.upgrade(engine)
+        with engine.connect() as c:
+            _PG_SHAPE["shape"] = tuple(c.execute(_SHAPE_SQL).one())
+    finally:
+        engine.dispose()
+
+
+def _pg_unchanged(c: Any, heads: tuple[str, ...]) -> bool:
+    if "shape" not in _PG_SHAPE:
+        return False
+    has_version = c.execute(text("SELECT to_regclass('public.alembic_version') IS NOT NULL")).scalar()
+    if not has_version:
+        return False
+    current = tuple(sorted(c.execute(text("SELECT version_num FROM alembic_version")).scalars().all()))
+    return current == heads and tuple(c.execute(_SHAPE_SQL).one()) == _PG_SHAPE["shape"]
+
+
 @pytest.fixture
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database URL with an empty schema: SQLite in tmp_path, or a fresh PostgreSQL schema."""
+def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database URL whose schema is at head with no rows: on SQLite "" (the node's default file, copied
+    from a migrated template by ``settings``), on PostgreSQL the session database, emptied."""
     if BACKEND != "postgres":
         yield ""
         return
     base = request.getfixturevalue("pg_database")
-    engine = create_engine(base.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
-    with engine.connect() as c:
-        # A previous test's pool or served process may still hold a connection (and its locks): end them
-        # first so dropping the schema cannot wait on them.
-        c.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()"))
-        c.execute(text("DROP SCHEMA public CASCADE"))
-        c.execute(text("CREATE SCHEMA public"))
-        c.execute(text("DROP SCHEMA IF EXISTS dbos CASCADE"))
-    engine.dispose()
+    _pg_reset(base, blank=False)
     yield base
 
 
 @pytest.fixture
-def settings(tmp_path: Path, database_url: str) -> Settings:
-    """Settings for a node in a temporary data directory."""
-    return Settings(data_dir=tmp_path / "node", database_url=database_url)
+def blank_database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database URL with no schema at all (for tests of migrating from nothing): on SQLite "" with no
+    template copied (use it with ``blank_settings``), on PostgreSQL the session database, its schemas
+    dropped."""
+    if BACKEND != "postgres":
+        yield ""
+        return
+    base = request.getfixturevalue("pg_database")
+    _pg_reset(base, blank=True)
+    yield base
+
+
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database migrated to head once per session, copied into each test's data directory."""
+    data_dir = tmp_path_factory.mktemp("template") / "node"
+    n = Node.open(Settings(data_dir=data_dir, database_url=""))
+    n.close()
+    return data_dir / "mailnode.db"
+
+
+@pytest.fixture
+def settings(request: pytest.FixtureRequest, tmp_path: Path, database_url: str) -> Settings:
+    """Settings for a node in a temporary data directory whose database is already at head (SQLite: a copy
+    of the session's migrated template; migrating each test's file from nothing costs half a second)."""
+    data_dir = tmp_path / "node"
+    if BACKEND != "postgres":
+        template: Path = request.getfixturevalue("_sqlite_template")
+        data_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, data_dir / "mailnode.db")
+    return Settings(data_dir=data_dir, database_url=database_url)
+
+
+@pytest.fixture
+def blank_settings(tmp_path: Path, blank_database_url: str) -> Settings:
+    """Settings for a node whose database has no schema yet (for tests of migrating from nothing)."""
+    return Settings(data_dir=tmp_path / "node", database_url=blank_database_url)
 
 
 @pytest.fixture
