@@ -28,7 +28,14 @@ from mailnode.node import Node
 from mailnode.notify import signin_codes
 from mailnode.outbound.addresses import normalise_address
 from mailnode.web.render import page
-from mailnode.web.session import SESSION_COOKIE, CsrfDep, PersonDep, cookie_secure, signin_location
+from mailnode.web.session import (
+    SESSION_COOKIE,
+    CsrfDep,
+    PersonDep,
+    SigninCsrfDep,
+    cookie_secure,
+    signin_location,
+)
 
 router = APIRouter(include_in_schema=False)
 
@@ -112,7 +119,7 @@ def signin_page(request: Request, next: Annotated[str | None, Query()] = None) -
 
 
 @router.post("/signin/token", response_model=None)
-def signin_with_token(request: Request, _csrf: CsrfDep, token: Annotated[str, Form()],
+def signin_with_token(request: Request, _csrf: SigninCsrfDep, token: Annotated[str, Form()],
                       next: Annotated[str, Form()] = "/") -> Response:
     """Open a session with a person's API token; 303 to ``next``. Refusals are shown on the sign-in page
     with their status: ``E_UNAUTHENTICATED`` (401, a wrong or revoked token), ``E_SIGNIN_NOT_A_PERSON``
@@ -139,7 +146,7 @@ def _normalised(address: str) -> str:
 
 
 @router.post("/signin/code", response_class=HTMLResponse)
-def ask_for_code(request: Request, _csrf: CsrfDep, address: Annotated[str, Form()],
+def ask_for_code(request: Request, _csrf: SigninCsrfDep, address: Annotated[str, Form()],
                  next: Annotated[str, Form()] = "/") -> HTMLResponse:
     """Mail a one-time code to ``address`` when it is a person's verified contact address, then show the
     form to type it. The page reads the same whether or not the address is anyone's. Refusals (on the
@@ -165,7 +172,7 @@ def ask_for_code(request: Request, _csrf: CsrfDep, address: Annotated[str, Form(
 
 
 @router.post("/signin/code/check", response_model=None)
-def signin_with_code(request: Request, _csrf: CsrfDep, address: Annotated[str, Form()],
+def signin_with_code(request: Request, _csrf: SigninCsrfDep, address: Annotated[str, Form()],
                      code: Annotated[str, Form()], next: Annotated[str, Form()] = "/") -> Response:
     """Open a session with the code mailed to ``address``; 303 to ``next``. Refusals are shown on the code
     page with their status: ``E_SIGNIN_CODE_WRONG`` / ``_EXPIRED`` / ``_ATTEMPTS_EXHAUSTED`` (422),
