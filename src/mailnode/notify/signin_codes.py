@@ -211,9 +211,10 @@ def request(node: Node, *, address: str) -> Person | None:
         write_record(conn, person.org_id, issued)
         audit.append(conn, org_id=person.org_id, at=now, action=CODE_REQUESTED, actor_id=person.user_id,
                      subject=person.user_id, detail={"address": person.address})
-    minutes = budgets.VERIFICATION_CODE_TTL_SECONDS // 60
+    ttl = budgets.VERIFICATION_CODE_TTL_SECONDS
+    lifetime = f"{ttl // 3600} hours" if ttl >= 3600 else f"{max(1, ttl // 60)} minutes"
     mail = SealRequest(mailbox_id=sender.mailbox_id, to=[person.address], subject="Your mailnode sign-in code",
-                       body=f"Your sign-in code is {code}. It works once, for {minutes} minutes.\n\n"
+                       body=f"Your sign-in code is {code}. It works once, within {lifetime}.\n\n"
                             "If you did not ask to sign in, ignore this message; nobody can sign in without "
                             "the code.", sender_address=sender.address, system=True)
     try:
