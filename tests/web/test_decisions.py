@@ -9,9 +9,9 @@ import pytest
 
 from mailnode import budgets
 from mailnode.directory.sessions import Session, SessionFacts, SessionState, decide, needs_touch
-from mailnode.directory.tokens import Principal
 from mailnode.directory.signin_attempts import AttemptCount
 from mailnode.directory.signin_attempts import decide as decide_attempts
+from mailnode.directory.tokens import Principal
 from mailnode.notify.signin_codes import refusal_for
 from mailnode.notify.verification import RequestOutcome, VerifyOutcome
 from mailnode.web.errors import is_page
@@ -94,7 +94,7 @@ def test_every_code_outcome_has_an_answer(outcome: RequestOutcome | VerifyOutcom
 def test_the_unavailable_refusal_says_nothing_about_why() -> None:
     refusal = refusal_for(RequestOutcome.PROVIDER_UNAVAILABLE)
     assert refusal is not None and refusal.status == 503
-    text = " ".join((refusal.what, refusal.why, refusal.fix)).lower()
+    text = f"{refusal.what} {refusal.why} {refusal.fix}".lower()
     assert not any(word in text for word in ("quota", "key", "domain", "provider", "limit"))
 
 
