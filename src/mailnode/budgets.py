@@ -585,3 +585,27 @@ DEMO_UNRELEASED_WATCH_SECONDS = 2.0
 #: The demo report's narrowest width, characters: tables keep one row per line when the output is a pipe
 #: (CI logs), where rich would otherwise assume 80 columns (sized: the widest table, the runs, fits in 160).
 DEMO_REPORT_MIN_WIDTH = 160
+
+# --- Web foundation (issue 16: signing in, sessions) ---------------------------------------------
+#: Random bytes in a web session's cookie secret (sized as TOKEN_RANDOM_BYTES: 256 bits, beyond guessing).
+WEB_SESSION_SECRET_BYTES = 32
+#: Seconds a web session lives without a request before it ends (sized: OWASP's session guidance suggests
+#: idle timeouts of a few hours at most for low-risk applications; 8 h covers a working day's pauses).
+WEB_SESSION_IDLE_SECONDS = 8 * 3600
+#: Seconds a web session lives at most from sign-in, however active (sized: a working week, then sign in
+#: again; OWASP's absolute timeout guidance for applications used all day).
+WEB_SESSION_ABSOLUTE_SECONDS = 7 * 24 * 3600
+#: Seconds between two writes of a session's last-seen time (sized: the idle lifetime is hours, so a minute
+#: of imprecision is nothing, and a page load with several polls does not write each time).
+WEB_SESSION_TOUCH_SECONDS = 60
+#: The window the sign-in rate limits count attempts in, seconds (sized: OWASP's authentication guidance
+#: throttles over minutes; 15 minutes lets a person who mistyped retry soon while bounding a guesser).
+WEB_SIGNIN_WINDOW_SECONDS = 15 * 60
+#: Sign-in attempts one client (its IP address as the server sees it) may make in the window without
+#: opening a session, codes asked for included (sized: a person mistypes a few times; a token of 256 random
+#: bits is never guessed, so this bounds the mail a client can make the node send and the load it causes).
+WEB_SIGNIN_ATTEMPTS_PER_CLIENT = 20
+#: Sign-in attempts naming one address in the window: codes asked for and wrong codes typed (sized: below
+#: the per-client limit, so spreading over clients does not multiply the guesses at one person's code;
+#: VERIFICATION_MAX_ATTEMPTS bounds the guesses per code besides).
+WEB_SIGNIN_ATTEMPTS_PER_ADDRESS = 10

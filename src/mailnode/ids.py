@@ -54,6 +54,8 @@ PREFIXES: dict[str, str] = {
     "brp": "Butler replay",
     "vfc": "verification code",
     "log": "log entry",
+    "wss": "web session",
+    "wsa": "sign-in attempt",
 }
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
