@@ -98,6 +98,7 @@ def test_pages_are_newest_activity_first_and_a_reply_moves_its_case_up(world: Wo
     world.deliver(reply("Topic 2", 9, 2))
     assert subjects(queue(world, limit=3)) == ["Re: Topic 2", "Topic 5", "Topic 4"]
     assert queue(world)["counts"]["open"] == 5  # the reply joined its case
+    assert subjects(queue(world)) == ["Re: Topic 2", "Topic 5", "Topic 4", "Topic 3", "Topic 1"]  # listed once
 
 
 def test_a_bad_view_or_cursor_is_refused(world: World) -> None:
