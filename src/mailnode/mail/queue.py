@@ -306,6 +306,19 @@ def _names(conn: Connection, org_id: str, ids: set[str]) -> dict[str, str]:
     return out
 
 
+def case_subjects(conn: Connection, *, org_id: str, principal_id: str, case_ids: list[str]) -> dict[str, str]:
+    """``{case_id: subject}`` of the named cases the caller may see (the subject of each case's first message;
+    cases of other mailboxes, unknown ids and subject-less cases are left out). Two statements."""
+    visible = mailboxes_visible(conn, org_id, principal_id)
+    wanted = sorted({c for c in case_ids if is_id(c, "cas")})
+    if not wanted or not visible:
+        return {}
+    m = messages.c
+    rows = conn.execute(select(m.case_id, m.subject).where(m.case_id.in_(wanted), m.mailbox_id.in_(sorted(visible)))
+                        .order_by(m.id.desc())).all()
+    return {r.case_id: r.subject for r in rows if r.subject}
+
+
 BulkAction = Literal["claim", "close"]
 
 
