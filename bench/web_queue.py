@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
+import re
 import statistics
 import tempfile
 import time
@@ -145,11 +146,11 @@ def web_session(node: Node, inst: Any, client: Any) -> bool:
     """Sign the client in through the web sign-in form with the installer's token; False when there are no pages."""
     if importlib.util.find_spec("mailnode.web") is None or importlib.util.find_spec("mailnode.web.queue") is None:
         return False
-    page = client.get("/signin")
-    token_field = "csrf_token"
-    csrf = page.cookies.get(token_field) or ""
-    r = client.post("/signin", data={"token": inst.token, token_field: csrf}, follow_redirects=False)
-    return r.status_code in (302, 303)
+    form = client.get("/signin")
+    csrf = re.search(r'<meta name="csrf-token" content="([^"]*)">', form.text)
+    r = client.post("/signin/token", data={"token": inst.token, "next": "/", "csrf_token": csrf.group(1) if csrf else ""},
+                    follow_redirects=False)
+    return r.status_code == 303
 
 
 def run(label: str, settings: Settings, count: int, runs: int) -> None:
@@ -186,8 +187,14 @@ def run(label: str, settings: Settings, count: int, runs: int) -> None:
             report(label, f"GET /api/…/queue?view={view.value}",
                    percentiles(lambda v=view: client.get(url, params={"view": v.value}, headers=headers), runs))
         if web_session(node, inst, client):
-            report(label, "GET /mailboxes/{id} (web queue page)",
-                   percentiles(lambda: client.get(f"/mailboxes/{inst.mailbox_id}"), runs))
+            page_url = f"/mailboxes/{inst.mailbox_id}"
+            for view in (View.UNASSIGNED, View.MINE, View.OPEN, View.SENT):
+                report(label, f"GET /mailboxes/{{id}}?view={view.value} (web page)",
+                       percentiles(lambda v=view: client.get(page_url, params={"view": v.value}), runs))
+            report(label, "GET /mailboxes/{id}?q=from:… (web search)",
+                   percentiles(lambda: client.get(page_url, params={"q": "from:person1 w1"}), runs))
+            report(label, "GET /mailboxes/{id}/poll (new mail)",
+                   percentiles(lambda: client.get(f"{page_url}/poll"), runs))
             if client.get(f"/conversations/{conversation}").status_code == 200:
                 report(label, "GET /conversations/{id} (web page)",
                        percentiles(lambda: client.get(f"/conversations/{conversation}"), runs))
