@@ -180,3 +180,22 @@ def test_search_in_a_mailbox_uses_the_search_filters(world: World) -> None:
                                   mailbox_id=world.installed.mailbox_id, q="from:alice invoice")
     assert [r["id"] for r in found] == [mine]
     assert other_box
+
+
+def test_a_page_costs_the_same_statements_with_few_or_many_conversations(world: World) -> None:
+    from mailnode.mail.queue import read_queue
+    from mailnode.mail.queue_rules import View
+
+    def statements(view: View) -> int:
+        with world.node.read() as conn, world.node.meter.measure() as m:
+            read_queue(conn, org_id=world.installed.org_id, principal_id=world.installed.user_id,
+                       mailbox_id=world.installed.mailbox_id, view=view, now=world.node.clock.now(), limit=5)
+        return m.count
+
+    for n in range(1, 3):
+        world.deliver(mail(subject=f"Few {n}", body="x", n=n))
+    few = {v: statements(v) for v in View}
+    for n in range(3, 13):
+        world.deliver(mail(subject=f"Many {n}", body="x", n=n))
+    assert {v: statements(v) for v in View} == few
+    assert max(few.values()) <= 10
