@@ -65,7 +65,7 @@ def test_bulk_claim_on_the_page_shows_each_cases_outcome(world: World) -> None:
                                                        "case_id": ids})
     assert r.status_code == 200, r.text
     assert "Second: claimed." in r.text
-    assert f"{ids[1]}: Case {ids[1]} is held by {olga}" in r.text and "E_CASE_HELD" in r.text
+    assert f"First: Case {ids[1]} is held by {olga}" in r.text and "E_CASE_HELD" in r.text
     mine = world.api.get(f"/mailboxes/{mbx}?view=mine").text
     assert rows_of(mine) == ["Second"] and "you" in mine
 

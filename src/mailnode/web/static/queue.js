@@ -14,10 +14,7 @@
     var list = all();
     if (!list.length) { return; }
     selected = Math.max(0, Math.min(index, list.length - 1));
-    list.forEach(function (tr, i) {
-      tr.classList.toggle("selected", i === selected);
-      if (i === selected) { tr.setAttribute("aria-selected", "true"); } else { tr.removeAttribute("aria-selected"); }
-    });
+    list.forEach(function (tr, i) { tr.classList.toggle("selected", i === selected); });
     var link = list[selected].querySelector(".open");
     if (link && link.focus) { link.focus(); }
   }
