@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.directory.sessions import SessionFacts, SessionState, decide
+from mailnode.directory.sessions import Session, SessionFacts, SessionState, decide, needs_touch
 from mailnode.directory.signin_attempts import AttemptCount
 from mailnode.directory.signin_attempts import decide as decide_attempts
+from mailnode.directory.tokens import Principal
 from mailnode.notify.signin_codes import refusal_for
 from mailnode.notify.verification import RequestOutcome, VerifyOutcome
 from mailnode.web.errors import is_page
@@ -39,6 +40,16 @@ def ago(seconds: float) -> datetime:
 ])
 def test_session_state(facts: SessionFacts | None, state: SessionState) -> None:
     assert decide(facts, NOW) is state
+
+
+@pytest.mark.parametrize(("last_seen", "touch"), [
+    (0, False), (budgets.WEB_SESSION_TOUCH_SECONDS - 1, False), (budgets.WEB_SESSION_TOUCH_SECONDS, True),
+    (IDLE - 1, True),
+])
+def test_a_request_records_itself_at_most_once_a_touch_interval(last_seen: int, touch: bool) -> None:
+    session = Session(id="wss_1", principal=Principal("org_1", "usr_1", "tok_1"), csrf_token="x",
+                      display_name="Alex", last_seen_at=ago(last_seen))
+    assert needs_touch(session, NOW) is touch
 
 
 PER_CLIENT = budgets.WEB_SIGNIN_ATTEMPTS_PER_CLIENT
@@ -83,7 +94,7 @@ def test_every_code_outcome_has_an_answer(outcome: RequestOutcome | VerifyOutcom
 def test_the_unavailable_refusal_says_nothing_about_why() -> None:
     refusal = refusal_for(RequestOutcome.PROVIDER_UNAVAILABLE)
     assert refusal is not None and refusal.status == 503
-    text = " ".join((refusal.what, refusal.why, refusal.fix)).lower()
+    text = f"{refusal.what} {refusal.why} {refusal.fix}".lower()
     assert not any(word in text for word in ("quota", "key", "domain", "provider", "limit"))
 
 

@@ -164,3 +164,21 @@ def test_the_next_page_is_kept_through_sign_in_and_never_leaves_the_node(web: An
     r = web.post("/signin/token", data={"token": installed.token, "next": "https://evil.test/",
                                         "csrf_token": csrf_of(r.text)}, follow_redirects=False)
     assert r.headers["location"] == "/"
+
+
+def test_signing_in_again_in_the_same_browser_ends_the_earlier_session(web: Any, installed: Any) -> None:
+    sign_in(web, installed.token)
+    earlier = web.cookies.get("mailnode_session")
+    sign_in(web, installed.token)
+    assert web.cookies.get("mailnode_session") != earlier
+    replay = _new_client(web)
+    replay.cookies.set("mailnode_session", earlier)
+    assert replay.get("/", follow_redirects=False).status_code == 303
+
+
+def test_attempts_leave_the_window(web: Any, installed: Any, clock: Any) -> None:
+    for _ in range(budgets.WEB_SIGNIN_ATTEMPTS_PER_CLIENT):
+        sign_in(web, "mn_guess")
+    assert sign_in(web, installed.token).status_code == 429
+    clock.advance(budgets.WEB_SIGNIN_WINDOW_SECONDS)
+    assert sign_in(web, installed.token).status_code == 200

@@ -70,14 +70,14 @@ def other_origin(base_url: str) -> Iterator[str]:
             f'height="600"></iframe>').encode()
 
     class Framer(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(html)))
             self.end_headers()
             self.wfile.write(html)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", free_port()), Framer)

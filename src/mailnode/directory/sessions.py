@@ -119,11 +119,15 @@ def resolve(conn: Connection, secret: str | None, at: datetime) -> tuple[Session
                           last_seen_at=row.last_seen_at)
 
 
+def needs_touch(session: Session, at: datetime) -> bool:
+    """Whether a request at ``at`` should record itself on ``session`` (pure): the last record is
+    ``budgets.WEB_SESSION_TOUCH_SECONDS`` old or more. The idle lifetime counts from the last record."""
+    return at - session.last_seen_at >= timedelta(seconds=budgets.WEB_SESSION_TOUCH_SECONDS)
+
+
 def touch(conn: Connection, session: Session, at: datetime) -> None:
-    """Record a request on ``session`` when the last one is older than ``budgets.WEB_SESSION_TOUCH_SECONDS``
-    (the idle lifetime counts from it)."""
-    if at - session.last_seen_at >= timedelta(seconds=budgets.WEB_SESSION_TOUCH_SECONDS):
-        conn.execute(update(web_sessions).where(web_sessions.c.id == session.id).values(last_seen_at=at))
+    """Record a request on ``session`` at ``at`` (call when ``needs_touch``)."""
+    conn.execute(update(web_sessions).where(web_sessions.c.id == session.id).values(last_seen_at=at))
 
 
 def end(conn: Connection, *, org_id: str, principal_id: str, session_id: str, at: datetime) -> None:

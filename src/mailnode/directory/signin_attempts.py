@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, case, false, func, or_, select
+from sqlalchemy import Connection, case, delete, false, func, or_, select
 
 from mailnode import budgets
 from mailnode.directory.tables import signin_attempts
@@ -86,6 +86,9 @@ def check(conn: Connection, *, client: str, address: str | None, now: datetime) 
 
 def record(conn: Connection, *, client: str, address: str | None, method: str, outcome: str, at: datetime) -> None:
     """Append one attempt (``method`` ``token``, ``code_request`` or ``code``; ``outcome`` the refusal's
-    code or ``code_requested``)."""
+    code or ``code_requested``), and delete the attempts that have left the window (nothing counts them any
+    more), so the table holds one window's attempts at most."""
+    since = at - timedelta(seconds=budgets.WEB_SIGNIN_WINDOW_SECONDS)
+    conn.execute(delete(signin_attempts).where(signin_attempts.c.at <= since))
     conn.execute(signin_attempts.insert().values(id=new_id("wsa"), at=at, client=client[:200], address=address,
                                                  method=method, outcome=outcome[:60]))

@@ -106,6 +106,7 @@ signin_attempts = Table(
     Column("outcome", String(60), nullable=False),
     Index("ix_signin_attempts_client_at", "client", "at"),
     Index("ix_signin_attempts_address_at", "address", "at"),
+    Index("ix_signin_attempts_at", "at"),
 )
 
 domains = Table(

@@ -115,8 +115,8 @@ _REFUSALS: dict[RequestOutcome | VerifyOutcome, tuple[str, int, str, str, str] |
         "Try again in a little while, or sign in with your API token."),
     RequestOutcome.DAILY_CAP: (
         "E_SIGNIN_CODE_DAILY_CAP", 429,
-        f"You have asked for as many sign-in codes today as one person may "
-        f"(VERIFICATION_CODES_PER_PERSON_PER_DAY is {budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY}).",
+        ("You have asked for as many sign-in codes today as one person may "
+         f"(VERIFICATION_CODES_PER_PERSON_PER_DAY is {budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY})."),
         "Each code spends one of the node's limited daily sends, so a person's codes are capped per day.",
         "Use the latest code you received, sign in with your API token, or ask again after 00:00 UTC."),
     RequestOutcome.COOLDOWN: (

@@ -67,8 +67,9 @@ def current_person(request: Request) -> WebPerson:
     if session is None:
         path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise SignInRequired(path if request.method == "GET" else "/", state)
-    with node.begin() as conn:
-        sessions.touch(conn, session, now)
+    if sessions.needs_touch(session, now):
+        with node.begin() as conn:
+            sessions.touch(conn, session, now)
     person = WebPerson(principal=session.principal, session_id=session.id, csrf_token=session.csrf_token,
                        display_name=session.display_name)
     request.state.web_person = person

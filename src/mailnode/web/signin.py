@@ -94,8 +94,15 @@ def _signed_in(request: Request, secret: str, next_path: str) -> Response:
 
 
 def _start(request: Request, *, org_id: str, principal_id: str, method: str, token_id: str | None) -> str:
+    """Open the new session; a live session this browser still holds is signed out first (one browser,
+    one session: signing in as someone else leaves nothing open behind)."""
     node = _node(request)
+    with node.read() as conn:
+        _, previous = sessions.resolve(conn, request.cookies.get(SESSION_COOKIE), node.clock.now())
     with node.begin() as conn:
+        if previous is not None:
+            sessions.end(conn, org_id=previous.principal.org_id, principal_id=previous.principal.principal_id,
+                         session_id=previous.id, at=node.clock.now())
         _, secret = sessions.start(conn, org_id=org_id, principal_id=principal_id, method=method,
                                    token_id=token_id, at=node.clock.now(), client=_client(request))
     return secret

@@ -8,7 +8,8 @@
 - ``signin_codes``: a person's one-time sign-in code (keyed hash), mailed to their verified contact address;
   the same shape as ``verification_records``, apart so it never replaces a contact-address code.
 - ``signin_attempts``: sign-in attempts that opened no session and codes asked for, counted per client and
-  per address in ``budgets.WEB_SIGNIN_WINDOW_SECONDS`` by the sign-in rate limits.
+  per address in ``budgets.WEB_SIGNIN_WINDOW_SECONDS`` by the sign-in rate limits (rows older than the
+  window are deleted as new ones arrive).
 
 Revision ID: 0019_web_sessions
 Revises: 0018_butler_operations
@@ -76,11 +77,13 @@ def upgrade() -> None:
     with op.batch_alter_table("signin_attempts", schema=None) as batch_op:
         batch_op.create_index("ix_signin_attempts_client_at", ["client", "at"], unique=False)
         batch_op.create_index("ix_signin_attempts_address_at", ["address", "at"], unique=False)
+        batch_op.create_index("ix_signin_attempts_at", ["at"], unique=False)
 
 
 def downgrade() -> None:
     """Revert this revision."""
     with op.batch_alter_table("signin_attempts", schema=None) as batch_op:
+        batch_op.drop_index("ix_signin_attempts_at")
         batch_op.drop_index("ix_signin_attempts_address_at")
         batch_op.drop_index("ix_signin_attempts_client_at")
     op.drop_table("signin_attempts")
