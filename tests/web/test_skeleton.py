@@ -59,7 +59,7 @@ def test_the_metrics_route_keeps_its_json_refusal(web: Any) -> None:
 
 def test_an_unexpected_failure_on_a_page_is_a_page_naming_only_an_error_id(web: Any, installed: Any,
                                                                             monkeypatch: Any) -> None:
-    from mailnode.web import home
+    from mailnode.web import queue as home  # the home page is the queue's
 
     sign_in(web, installed.token)
 

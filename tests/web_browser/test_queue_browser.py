@@ -89,6 +89,8 @@ def test_the_keyboard_alone_moves_claims_searches_and_opens(served: Served,
     expect(row(page, newer).locator("a.open")).to_be_focused()
     page.keyboard.press("c")
     expect(page.locator("#outcomes")).to_contain_text(f"{newer}: claimed.")
+    # The claim reloaded the page: its keys are bound once its deferred scripts ran (the load event).
+    page.wait_for_load_state("load")
     page.keyboard.press("?")
     expect(page.locator("#keys-help")).to_contain_text("Claim the ticked conversations")
     page.keyboard.press("Escape")
