@@ -586,6 +586,21 @@ DEMO_UNRELEASED_WATCH_SECONDS = 2.0
 #: (CI logs), where rich would otherwise assume 80 columns (sized: the widest table, the runs, fits in 160).
 DEMO_REPORT_MIN_WIDTH = 160
 
+# --- Web queue (issue 16, ``mail.queue``, ``web.queue``) ------------------------------------------
+
+#: Rows on one page of a mailbox's queue. Sized: a screenful a person scans (Help Scout and FreeScout show
+#: 50 conversations per page); bench/web_queue.py measures the page at this size.
+QUEUE_PAGE_ROWS = 50
+#: Characters of a row's snippet (sized as SEARCH_SNIPPET_CHARS less the room a row's subject takes: one
+#: line under the subject at a desktop width).
+QUEUE_SNIPPET_CHARS = 120
+#: Cases one bulk claim or close may name. Sized: one page of the queue (QUEUE_PAGE_ROWS), the most a
+#: person can tick at once; each case is its own transaction, so the request's time grows with it.
+QUEUE_BULK_MAX = 50
+#: Seconds between two polls of the queue page for new mail (sized: a new message shows within a few
+#: seconds, and 10 open tabs cost 2 requests a second, each one statement-bounded page read).
+QUEUE_POLL_SECONDS = 5
+
 # --- Web foundation (issue 16: signing in, sessions) ---------------------------------------------
 #: Random bytes in a web session's cookie secret (sized as TOKEN_RANDOM_BYTES: 256 bits, beyond guessing).
 WEB_SESSION_SECRET_BYTES = 32

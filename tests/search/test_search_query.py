@@ -116,3 +116,11 @@ def test_a_cursor_is_a_row_id_and_anything_else_is_not_read() -> None:
     assert parse_cursor("42") == 42 and parse_cursor(str(2**63 - 1)) == 2**63 - 1
     for bad in ("", "abc", "0", "-1", "1.5", " 7", "msg_01ARZ3NDEKTSV4RRFFQ69G5FAV", str(2**63), "1" * 20):
         assert parse_cursor(bad) is None, bad
+
+
+def test_every_operator_is_explained_to_people() -> None:
+    from mailnode.search.query import _OPERATORS, FILTER_HELP
+
+    written = " ".join(how for how, _ in FILTER_HELP)
+    assert [op for op in _OPERATORS if f"{op}:" not in written] == []
+    assert all(what.strip() for _, what in FILTER_HELP)

@@ -30,3 +30,6 @@ def sign_in(client: Any, token: str, next_path: str = "/") -> Any:
 def web(api: Any, installed: Any) -> Any:
     """The ASGI client over an initialised node (not signed in)."""
     return api
+
+
+from tests.search.conftest import world  # noqa: F401  (the queue pages' builders: mail through the ingress)

@@ -29,7 +29,7 @@ def test_the_session_cookie_is_httponly_lax_and_holds_no_token(web: Any, install
 def test_the_session_cookie_is_secure_over_tls(web: Any, installed: Any) -> None:
     tls = TestClient(web.app, base_url="https://testserver", raise_server_exceptions=False)
     r = sign_in(tls, installed.token)
-    assert r.status_code == 200 and 'id="home-placeholder"' in r.text
+    assert r.status_code == 200 and 'id="mailbox-name"' in r.text
     assert "Secure" in r.history[0].headers["set-cookie"]
 
 

@@ -91,7 +91,7 @@ def test_a_person_signs_in_with_the_code_mailed_to_their_verified_address(
     assert mail["to"] == [verified] and mail["subject"] == "Your mailnode sign-in code"
     code = _last_code(emulator, r"sign-in code is (\d+)")
     r = type_code(web, page, verified, code)
-    assert r.status_code == 200 and r.url.path == "/" and 'id="home-placeholder"' in r.text
+    assert r.status_code == 200 and r.url.path == "/" and 'id="mailbox-name"' in r.text
     # The code works once.
     again = type_code(web, page, verified, code)
     assert again.status_code == 409 and "E_SIGNIN_CODE_REQUEST_NEW" in again.text

@@ -41,7 +41,7 @@ def verify_contact(served: Served, smarthost: Smarthost) -> None:
 
 def test_sign_in_with_a_token(served: Served, signed_in_page: Callable[[str], Any]) -> None:
     page = signed_in_page(served.installed["token"])
-    assert page.locator("#home-placeholder").is_visible()
+    assert page.locator("#mailbox-name").is_visible()
     assert page.locator("#person-name").inner_text().strip() != ""
     assert page.get_by_role("button", name="Sign out everywhere").is_visible()
 
@@ -60,7 +60,7 @@ def test_sign_in_with_a_mailed_code(served: Served, smarthost: Smarthost, new_pa
     page.get_by_label("Sign-in code").fill(code.group(1))
     page.get_by_role("button", name="Sign in with the code").click()
     page.wait_for_url(f"{base_url}/")
-    assert page.locator("#home-placeholder").is_visible()
+    assert page.locator("#mailbox-name").is_visible()
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_a_page_framed_by_another_origin_renders_nothing(served: Served, signed_
                                                           other_origin: str, base_url: str) -> None:
     # The person is signed in, so without the framing guard the frame would show their inbox.
     page = signed_in_page(served.installed["token"])
-    assert page.locator("#home-placeholder").is_visible()
+    assert page.locator("#mailbox-name").is_visible()
     with page.expect_response(f"{base_url}/") as framed:
         page.goto(other_origin)
     answer = framed.value
@@ -100,7 +100,7 @@ def test_a_page_framed_by_another_origin_renders_nothing(served: Served, signed_
     assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
     page.wait_for_load_state("load")
     frame = page.frame_locator("#victim")
-    assert frame.locator("#home-placeholder").count() == 0
+    assert frame.locator("#mailbox-name").count() == 0
     # Chromium replaced the refused document with its own error page: nothing of the node's was rendered.
     (framed_document,) = [f for f in page.frames if f is not page.main_frame]
     assert not framed_document.url.startswith(base_url), framed_document.url

@@ -7,7 +7,7 @@ from fastapi import Depends, FastAPI
 from mailnode import __version__, web
 from mailnode.api import audit, butlers, directory, drafts, errors, health, mailboxes, messages, sends, webhooks
 from mailnode.api import butler_pauses, butler_release, butler_runs, governance, holds, retention_settings
-from mailnode.api import apps, conversations, mail, me, metrics, provider, receipts, search, supervised
+from mailnode.api import apps, conversations, mail, me, metrics, provider, queue, receipts, search, supervised
 from mailnode.api.body_limit import RequestBodyLimit
 from mailnode.api.deps import refuse_unknown_query
 from mailnode.api.json_limit import JSONNestingLimit
@@ -27,7 +27,7 @@ def create_app(node: Node) -> FastAPI:
     for module in (health, directory, mailboxes, messages, audit, butlers, drafts, sends, webhooks, governance,
                    butler_release, butler_runs, butler_pauses, holds, retention_settings):
         app.include_router(module.router)
-    for module in (me, apps, mail, provider, metrics, receipts, conversations, search, supervised):
+    for module in (me, apps, mail, provider, metrics, receipts, conversations, search, supervised, queue):
         app.include_router(module.router)
     # The web inbox (pages at /) comes last: it wraps the error handlers above for page paths.
     web.install(app)

@@ -74,6 +74,8 @@ messages = Table(
     Index("ix_messages_conversation", "conversation_id", "received_at"),
     #: ``notify.retention_io.referenced``: does a message still name this blob (0011).
     Index("ix_messages_raw_sha256", "raw_sha256"),
+    #: ``mail.queue``: a case's latest message, and a page's per-case totals (0020).
+    Index("ix_messages_case", "case_id", "id"),
 )
 
 #: One row per attachment a reader sees (``ingress.attachments.listed``), written at materialisation with the
@@ -125,6 +127,8 @@ cases = Table(
     Index("uq_cases_open_per_conversation_mailbox", "conversation_id", "mailbox_id", unique=True,
           sqlite_where=text("state = 'open'"), postgresql_where=text("state = 'open'")),
     Index("ix_cases_mailbox_state", "mailbox_id", "state", "id"),
+    #: ``mail.queue.view_counts``: a mailbox's cases grouped by state and holder, from the index alone (0020).
+    Index("ix_cases_mailbox_state_assignee", "mailbox_id", "state", "assignee_id"),
 )
 
 #: Internal notes on a case (issue 15): written by a person holding ``send.propose`` on the case's mailbox,

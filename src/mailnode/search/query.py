@@ -96,6 +96,24 @@ class SearchQuery:
 
 _FIELDS = {"from": Field.FROM, "to": Field.TO, "subject": Field.SUBJECT}
 _OPERATORS = ("from", "to", "subject", "mailbox", "is", "has", "state", "before", "after")
+
+#: The words a search box explains to a person, in the grammar's order: ``(how it is written, what it
+#: finds)``; one entry for plain words and phrases, then one per operator (total over ``_OPERATORS``,
+#: ``tests/search/test_search_query.py``). Pages show this list beside the box (``web.queue``).
+FILTER_HELP: tuple[tuple[str, str], ...] = (
+    ('word  "a phrase"', ("Messages and sends with all those words (a phrase: in that order) in the subject, "
+                          "an address or the text. Every term must match; case does not matter.")),
+    ("from:alice", "The sender's name or address holds the word (from:alice@example.com for one address)."),
+    ("to:bob", "A recipient's name or address holds the word (delivered-to, To or Cc; a send's To, Cc, Bcc)."),
+    ('subject:"late invoice"', "The subject holds the words."),
+    ("mailbox:Support", "In that mailbox, by name or id (the queue searches its own mailbox unless you say)."),
+    ("is:unassigned  is:mine  is:open  is:closed  is:automated",
+     "A message whose case is now unassigned, yours, open or closed; or mail the node found automated."),
+    ("has:attachment", "With at least one attachment."),
+    ("state:held  state:awaiting  state:withheld …", "A send in that state (sends only)."),
+    ("before:2026-03-01", "Before that day began (UTC)."),
+    ("after:2026-03-01", "On or after that day (UTC)."),
+)
 _IS_VALUES = tuple(c.value for c in CaseIs) + ("automated",)
 _HAS_VALUES = ("attachment",)
 #: ``name:`` at the start of a term: letters only, so ``10:30`` and ``http://`` read differently.
