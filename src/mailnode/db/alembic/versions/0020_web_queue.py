@@ -7,7 +7,7 @@ first, it asks of each message whether a later one of the same case exists, one 
 page with 10,000 conversations in one mailbox.
 
 Revision ID: 0020_web_queue
-Revises: 0018_butler_operations
+Revises: 0019_web_sessions
 Create Date: 2026-12-01
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0020_web_queue"
-down_revision = "0018_butler_operations"
+down_revision = "0019_web_sessions"
 branch_labels = None
 depends_on = None
 
