@@ -210,6 +210,18 @@ def close_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]
                                         at=node.clock.now(), case_id=case_id)}
 
 
+@router.post("/cases/{case_id}/reopen")
+def reopen_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Reopen a closed case (``send.propose`` on its mailbox); the caller holds it. 200 ``{"case": ...}``.
+
+    ``E_CASE_OPEN`` (409), ``E_CASE_SUPERSEDED`` (409: a newer case of the conversation is open),
+    ``E_NO_SUCH_CASE`` (404), ``E_MAY_NOT_WORK_CASE`` (403). See ``mail.cases.reopen``.
+    """
+    with node.begin() as conn:
+        return {"case": cases_mod.reopen(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                         at=node.clock.now(), case_id=case_id)}
+
+
 @router.delete("/cases/{case_id}")
 def delete_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Delete a closed case (``send.propose`` on its mailbox); its messages stay, unlinked. 200

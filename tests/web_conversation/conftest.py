@@ -1,0 +1,3 @@
+"""Fixtures for the conversation page's services: the real ingress listener and smarthost sink of outbound_db."""
+
+from tests.outbound_db.conftest import hold_zero, listener, sink  # noqa: F401
