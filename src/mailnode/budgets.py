@@ -585,3 +585,14 @@ DEMO_UNRELEASED_WATCH_SECONDS = 2.0
 #: The demo report's narrowest width, characters: tables keep one row per line when the output is a pipe
 #: (CI logs), where rich would otherwise assume 80 columns (sized: the widest table, the runs, fits in 160).
 DEMO_REPORT_MIN_WIDTH = 160
+
+# --- Web conversation (issue 16: the conversation page and the composer) --------------------------------
+#: Seconds a composer's presence stays live after its last heartbeat (sized: three heartbeats, so one lost
+#: request does not hide a writer, and a closed tab stops warning others within half a minute).
+COMPOSER_PRESENCE_TTL_SECONDS = 30
+#: Seconds between a composer's heartbeats, and between the page's readings of who holds the case and who
+#: is writing (sized: a third of the TTL above; a person notices a colleague within ten seconds).
+COMPOSER_PRESENCE_HEARTBEAT_SECONDS = 10
+#: Seconds between two draft autosaves while a person types (sized: Gmail and Help Scout save within a few
+#: seconds; one PUT per 3 s per open composer is negligible load).
+COMPOSER_AUTOSAVE_SECONDS = 3
