@@ -586,6 +586,19 @@ DEMO_UNRELEASED_WATCH_SECONDS = 2.0
 #: (CI logs), where rich would otherwise assume 80 columns (sized: the widest table, the runs, fits in 160).
 DEMO_REPORT_MIN_WIDTH = 160
 
+# --- Web foundation (issue 16: signing in, sessions) ---------------------------------------------
+#: Random bytes in a web session's cookie secret (sized as TOKEN_RANDOM_BYTES: 256 bits, beyond guessing).
+WEB_SESSION_SECRET_BYTES = 32
+#: Seconds a web session lives without a request before it ends (sized: OWASP's session guidance suggests
+#: idle timeouts of a few hours at most for low-risk applications; 8 h covers a working day's pauses).
+WEB_SESSION_IDLE_SECONDS = 8 * 3600
+#: Seconds a web session lives at most from sign-in, however active (sized: a working week, then sign in
+#: again; OWASP's absolute timeout guidance for applications used all day).
+WEB_SESSION_ABSOLUTE_SECONDS = 7 * 24 * 3600
+#: Seconds between two writes of a session's last-seen time (sized: the idle lifetime is hours, so a minute
+#: of imprecision is nothing, and a page load with several polls does not write each time).
+WEB_SESSION_TOUCH_SECONDS = 60
+
 # --- Web conversation (issue 16: the conversation page and the composer) --------------------------------
 #: Seconds a composer's presence stays live after its last heartbeat (sized: three heartbeats, so one lost
 #: request does not hide a writer, and a closed tab stops warning others within half a minute).

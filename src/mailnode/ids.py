@@ -54,6 +54,7 @@ PREFIXES: dict[str, str] = {
     "brp": "Butler replay",
     "vfc": "verification code",
     "log": "log entry",
+    "wss": "web session",
 }
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

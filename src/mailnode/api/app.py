@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Depends, FastAPI
 
-from mailnode import __version__
+from mailnode import __version__, web
 from mailnode.api import audit, butlers, directory, drafts, errors, health, mailboxes, messages, sends, webhooks
 from mailnode.api import butler_pauses, butler_release, butler_runs, governance, holds, retention_settings
 from mailnode.api import apps, conversations, mail, me, metrics, provider, receipts, search, supervised
@@ -29,4 +29,6 @@ def create_app(node: Node) -> FastAPI:
         app.include_router(module.router)
     for module in (me, apps, mail, provider, metrics, receipts, conversations, search, supervised):
         app.include_router(module.router)
+    # The web inbox (pages at /) comes last: it wraps the error handlers above for page paths.
+    web.install(app)
     return app

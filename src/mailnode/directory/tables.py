@@ -1,4 +1,5 @@
-"""Tables of the directory: organisations, users, teams, members, API tokens, domains, relationship tuples."""
+"""Tables of the directory: organisations, users, teams, members, API tokens, web sessions, domains,
+relationship tuples."""
 
 from __future__ import annotations
 
@@ -62,6 +63,29 @@ api_tokens = Table(
     # the installer or by an administrator for an application.
     Column("parent_token_id", String(40), nullable=True),
     Index("ix_api_tokens_parent_token_id", "parent_token_id"),
+)
+
+web_sessions = Table(
+    "web_sessions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    # A person (usr_); an application never signs in to the web inbox.
+    Column("principal_id", String(40), nullable=False),
+    # The SHA-256 of the cookie's random secret; the secret itself is never stored.
+    Column("secret_sha256", String(64), nullable=False, unique=True),
+    # The per-session CSRF token every state-changing request carries (random, not a secret of the cookie).
+    Column("csrf_token", String(64), nullable=False),
+    # The API token signed in with (NULL for a mailed code): revoking it ends the session.
+    Column("token_id", String(40), nullable=True),
+    # How the person signed in: ``token`` or ``code``.
+    Column("method", String(16), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("last_seen_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime, nullable=True),
+    # Why it ended: ``signed_out``, ``signed_out_everywhere``.
+    Column("ended_reason", String(40), nullable=True),
+    Index("ix_web_sessions_principal_id", "principal_id"),
 )
 
 domains = Table(
