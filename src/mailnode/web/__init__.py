@@ -10,12 +10,12 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from mailnode.web import errors, home, signin
+from mailnode.web import composer, conversation, errors, home, signin
 from mailnode.web.headers import PageSecurityHeaders
 from mailnode.web.render import STATIC
 
 #: Every web router module, included in this order (each has ``router``).
-ROUTERS = (home, signin)
+ROUTERS = (home, signin, conversation, composer)
 
 
 def install(app: FastAPI) -> None:

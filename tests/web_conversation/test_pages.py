@@ -1,0 +1,114 @@
+"""The conversation page and the composer over HTTP (the ASGI client, a real database and the real inbound
+path): what a signed-in person sees and does, through the same services as the API."""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+from typing import Any
+
+from sqlalchemy import select
+
+from mailnode.mail.message_tables import cases, messages
+from tests.outbound_db.conftest import deliver, inbound
+from tests.web.conftest import csrf_of, sign_in
+
+NEWSLETTER_SCRIPT = "document.title='script ran'"
+
+
+def newsletter() -> bytes:
+    """An HTML newsletter with a script, an event handler, a remote image and an executable attachment."""
+    msg = EmailMessage()
+    msg["From"] = "News <news@remote.test>"
+    msg["To"] = "support@example.test"
+    msg["Subject"] = "Our December news"
+    msg["Message-ID"] = "<news1@remote.test>"
+    msg.set_content("December news in text.")
+    msg.add_alternative(f"<html><body><h1 id='headline'>December news</h1><script>{NEWSLETTER_SCRIPT}</script>"
+                        "<img src='https://tracker.remote.test/p.gif' onerror=\"document.title='handler ran'\">"
+                        "<p>Read on.</p></body></html>", subtype="html")
+    msg.add_attachment(b"MZ\x90\x00program", maintype="application", subtype="octet-stream",
+                       filename="invoice.pdf.exe")
+    return msg.as_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
+def _one(node: Any) -> tuple[str, str, str]:
+    with node.read() as conn:
+        m = conn.execute(select(messages.c.id, messages.c.conversation_id, messages.c.case_id)
+                         .order_by(messages.c.received_at.desc())).first()
+    return str(m.id), str(m.conversation_id), str(m.case_id)
+
+
+def test_the_page_shows_the_thread_and_claim_close_reopen_go_through_the_case_service(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    msg_id, conv, case_id = _one(node)
+    sign_in(web, installed.token)
+    page = web.get(f"/conversations/{conv}")
+    assert page.status_code == 200, page.text
+    assert "Where is my order?" in page.text and "Hello, order 42 has not arrived." in page.text
+    assert "Open, unassigned." in page.text
+    token = csrf_of(page.text)
+    r = web.post(f"/cases/{case_id}/claim", data={"csrf_token": token}, follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (303, f"/conversations/{conv}")
+    assert "Open, held by you." in web.get(f"/conversations/{conv}").text
+    web.post(f"/cases/{case_id}/close", data={"csrf_token": token})
+    assert "Closed." in web.get(f"/conversations/{conv}").text
+    web.post(f"/cases/{case_id}/reopen", data={"csrf_token": token})
+    with node.read() as conn:
+        row = conn.execute(select(cases).where(cases.c.id == case_id)).one()
+    assert (row.state, row.assignee_id) == ("open", installed.user_id)
+    # Closing a case twice is the service's refusal, in its four parts.
+    web.post(f"/cases/{case_id}/close", data={"csrf_token": token})
+    again = web.post(f"/cases/{case_id}/close", data={"csrf_token": token})
+    assert again.status_code == 409 and "E_CASE_CLOSED" in again.text and "A case closes once." in again.text
+
+
+def test_a_claim_without_the_csrf_token_is_refused(web: Any, node: Any, installed: Any, listener: Any) -> None:
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    _, _, case_id = _one(node)
+    sign_in(web, installed.token)
+    r = web.post(f"/cases/{case_id}/claim", data={})
+    assert r.status_code == 403 and "E_CSRF_INVALID" in r.text
+    with node.read() as conn:
+        assert conn.execute(select(cases.c.assignee_id).where(cases.c.id == case_id)).scalar_one() is None
+
+
+def test_the_html_frame_is_sanitised_sandboxed_and_its_own_strict_document(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    deliver(listener, newsletter(), "news@remote.test", ["support@example.test"])
+    msg_id, conv, _ = _one(node)
+    sign_in(web, installed.token)
+    page = web.get(f"/conversations/{conv}")
+    assert f'src="/messages/{msg_id}/frame"' in page.text
+    assert 'sandbox="allow-popups allow-popups-to-escape-sandbox"' in page.text
+    assert "1 remote image not loaded" in page.text
+    # The attachment's danger in words, with a download link that works with the session alone.
+    assert "This is a program wearing a document&#39;s name. Do not open it." in page.text
+    frame = web.get(f"/messages/{msg_id}/frame")
+    assert frame.status_code == 200
+    csp = frame.headers["content-security-policy"]
+    assert "sandbox" in csp and "frame-ancestors 'self'" in csp and "script-src" not in csp
+    assert "default-src 'none'" in csp and "https:" not in csp
+    assert frame.headers["x-frame-options"] == "SAMEORIGIN"
+    assert "December news" in frame.text and "<script" not in frame.text and "onerror" not in frame.text
+    assert "tracker.remote.test" not in frame.text
+    shown = web.get(f"/messages/{msg_id}/frame?remote_images=true")
+    assert "tracker.remote.test" in shown.text and "https:" in shown.headers["content-security-policy"]
+    # The conversation page itself keeps the page CSP: nobody frames it.
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def test_an_attachment_downloads_with_the_session_and_the_api_headers(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    deliver(listener, newsletter(), "news@remote.test", ["support@example.test"])
+    msg_id, _, _ = _one(node)
+    api_listing = web.get(f"/api/messages/{msg_id}", headers={"Authorization": f"Bearer {installed.token}"})
+    part = next(a["part"] for a in api_listing.json()["message"]["attachment_list"] if not a["inline"])
+    api_bytes = web.get(f"/api/messages/{msg_id}/attachments/{part}",
+                        headers={"Authorization": f"Bearer {installed.token}"})
+    assert web.get(f"/messages/{msg_id}/attachments/{part}", follow_redirects=False).status_code == 303
+    sign_in(web, installed.token)
+    got = web.get(f"/messages/{msg_id}/attachments/{part}")
+    assert got.status_code == 200 and got.content == api_bytes.content == b"MZ\x90\x00program"
+    for name in ("content-disposition", "content-type"):
+        assert got.headers[name] == api_bytes.headers[name]
