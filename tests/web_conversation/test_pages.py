@@ -41,7 +41,7 @@ def _one(node: Any) -> tuple[str, str, str]:
 def test_the_page_shows_the_thread_and_claim_close_reopen_go_through_the_case_service(
         web: Any, node: Any, installed: Any, listener: Any) -> None:
     deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
-    msg_id, conv, case_id = _one(node)
+    _msg_id, conv, case_id = _one(node)
     sign_in(web, installed.token)
     page = web.get(f"/conversations/{conv}")
     assert page.status_code == 200, page.text
@@ -112,3 +112,66 @@ def test_an_attachment_downloads_with_the_session_and_the_api_headers(
     assert got.status_code == 200 and got.content == api_bytes.content == b"MZ\x90\x00program"
     for name in ("content-disposition", "content-type"):
         assert got.headers[name] == api_bytes.headers[name]
+
+
+def test_a_reply_with_an_attachment_is_held_with_its_time_left_and_cancelled_inside_the_window(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    from mailnode.outbound.tables import send_manifests
+
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    msg_id, conv, _ = _one(node)
+    h = {"Authorization": f"Bearer {installed.token}"}
+    assert web.patch(f"/api/mailboxes/{installed.mailbox_id}", json={"hold_window_seconds": 120},
+                     headers=h).status_code == 200
+    sign_in(web, installed.token)
+    composer = web.get(f"/compose?mode=reply&message={msg_id}&conversation={conv}")
+    assert composer.status_code == 200, composer.text
+    # Filled in as POST /api/sends would: the sender with its display name, Re:, the quoted original.
+    assert 'value="Customer &lt;customer@remote.test&gt;"' in composer.text
+    assert 'value="Re: Where is my order?"' in composer.text
+    assert "&gt; Hello, order 42 has not arrived." in composer.text
+    token = csrf_of(composer.text)
+    key = composer.text.split('name="idempotency_key" value="')[1].split('"')[0]
+    form = {"csrf_token": token, "mode": "reply", "mailbox_id": installed.mailbox_id, "message_id": msg_id,
+            "idempotency_key": key, "to": "Customer <customer@remote.test>", "subject": "Re: Where is my order?",
+            "body": "It ships today.", "quote": "1"}
+    sent = web.post("/compose", data=form, files=[("files", ("label.pdf", b"%PDF-1.4 label", "application/pdf"))],
+                    follow_redirects=False)
+    assert sent.status_code == 303, sent.text
+    send_id = sent.headers["location"].rsplit("/", 1)[1]
+    shown = web.get(sent.headers["location"])
+    assert "Held: it leaves in 2 min 00 s unless you cancel it." in shown.text
+    assert 'id="cancel"' in shown.text
+    with node.read() as conn:
+        row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id)).one()
+    assert [a["filename"] for a in row.attachments] == ["label.pdf"] and row.state == "held"
+    # Send pressed twice is one send: the composer's idempotency key.
+    twice = web.post("/compose", data=form, files=[("files", ("label.pdf", b"%PDF-1.4 label", "application/pdf"))],
+                     follow_redirects=False)
+    assert twice.headers["location"] == f"/sends/{send_id}"
+    cancelled = web.post(f"/sends/{send_id}/cancel", data={"csrf_token": token})
+    assert "Cancelled: Stopped by a person before it left." in cancelled.text
+    assert 'id="cancel"' not in cancelled.text
+    thread = web.get(f"/conversations/{conv}").text
+    assert "Cancelled: Stopped by a person before it left." in thread and "It ships today." in thread
+
+
+def test_a_draft_saves_itself_and_comes_back_when_the_composer_reopens(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    msg_id, conv, _ = _one(node)
+    sign_in(web, installed.token)
+    composer = web.get(f"/compose?mode=reply&message={msg_id}&conversation={conv}")
+    token = csrf_of(composer.text)
+    saved = web.post("/compose/draft", data={"mailbox_id": installed.mailbox_id, "message_id": msg_id,
+                                             "mode": "reply", "to": "customer@remote.test",
+                                             "subject": "Re: Where is my order?", "body": "Half a thought"},
+                     headers={"X-CSRF-Token": token})
+    assert saved.status_code == 200, saved.text
+    draft_id = saved.json()["draft_id"]
+    web.post("/compose/draft", data={"mailbox_id": installed.mailbox_id, "draft_id": draft_id, "mode": "reply",
+                                     "to": "customer@remote.test", "body": "A whole thought"},
+             headers={"X-CSRF-Token": token})
+    again = web.get(f"/compose?mode=reply&message={msg_id}&conversation={conv}")
+    assert "A whole thought</textarea>" in again.text and f'value="{draft_id}"' in again.text
+    assert "Draft restored" in again.text

@@ -12,6 +12,7 @@ minted when the composer opened, so a second press of Send answers the first sen
 from __future__ import annotations
 
 import base64
+import secrets
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -22,7 +23,6 @@ from sqlalchemy import select
 from mailnode import budgets
 from mailnode.errors import invalid
 from mailnode.governance.approvals import approvers
-from mailnode.ids import new_id
 from mailnode.mail import presence
 from mailnode.mail.message_tables import messages
 from mailnode.outbound import drafts, reads, submit
@@ -113,7 +113,7 @@ def composer(request: Request, person: PersonDep, mode: str = "reply", message: 
                                                 principal_id=person.principal.principal_id,
                                                 conversation_id=conversation, at=node.clock.now())
     return page(request, "conversation/composer.html", collision=collision, mode=m, heading=MODES[m], filled=filled, original=original,
-                message_id=message, conversation_id=conversation, draft=draft, idempotency_key=new_id("web"),
+                message_id=message, conversation_id=conversation, draft=draft, idempotency_key="composer-" + secrets.token_urlsafe(18),
                 autosave_seconds=budgets.COMPOSER_AUTOSAVE_SECONDS,
                 heartbeat_seconds=budgets.COMPOSER_PRESENCE_HEARTBEAT_SECONDS)
 
