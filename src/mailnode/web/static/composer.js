@@ -94,6 +94,14 @@
     listFiles();
   });
 
+  // Ctrl+Enter (or Cmd+Enter) sends from anywhere in the form, so the keyboard alone answers mail.
+  form.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !sendButton.disabled) {
+      event.preventDefault();
+      form.requestSubmit(sendButton);
+    }
+  });
+
   form.addEventListener("submit", function () {
     sending = true;
     if (timer) { clearTimeout(timer); }

@@ -9,6 +9,11 @@
   var countdown = document.getElementById("countdown");
   var outcome = document.getElementById("outcome");
 
+  mailnode.keys.bind("u", "Back to the conversation", function () {
+    var back = document.getElementById("back-to-conversation");
+    if (back) { window.location.assign(back.href); }
+  });
+
   function words(seconds) {
     var m = Math.floor(seconds / 60), s = seconds % 60;
     return m ? m + " min " + (s < 10 ? "0" : "") + s + " s" : s + " second" + (s === 1 ? "" : "s");
