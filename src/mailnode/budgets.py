@@ -609,3 +609,8 @@ COMPOSER_PRESENCE_HEARTBEAT_SECONDS = 10
 #: Seconds between two draft autosaves while a person types (sized: Gmail and Help Scout save within a few
 #: seconds; one PUT per 3 s per open composer is negligible load).
 COMPOSER_AUTOSAVE_SECONDS = 3
+#: Inline (``cid:``) images a message's HTML frame writes in as ``data:`` URLs, at most, and their bytes in
+#: all (sized: a newsletter's logo and a few pictures; beyond that the frame would be a download of its own,
+#: and each image costs a parse of the raw message).
+FRAME_INLINE_IMAGES_MAX = 20
+FRAME_INLINE_IMAGE_BYTES_MAX = 5 * 1024 * 1024

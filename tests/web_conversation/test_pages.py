@@ -175,3 +175,40 @@ def test_a_draft_saves_itself_and_comes_back_when_the_composer_reopens(
     again = web.get(f"/compose?mode=reply&message={msg_id}&conversation={conv}")
     assert "A whole thought</textarea>" in again.text and f'value="{draft_id}"' in again.text
     assert "Draft restored" in again.text
+
+
+PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+       b"\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+
+
+def test_an_inline_image_shows_in_the_frame_as_data_since_the_frame_has_no_origin(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    msg = EmailMessage()
+    msg["From"] = "News <news@remote.test>"
+    msg["To"] = "support@example.test"
+    msg["Subject"] = "With a logo"
+    msg["Message-ID"] = "<logo1@remote.test>"
+    msg.set_content("Logo.")
+    msg.add_alternative("<p>Our logo:</p><img src='cid:logo@remote.test' alt='logo'>", subtype="html")
+    msg.get_payload()[1].add_related(PNG, maintype="image", subtype="png", cid="<logo@remote.test>")
+    raw = msg.as_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    deliver(listener, raw, "news@remote.test", ["support@example.test"])
+    msg_id, _, _ = _one(node)
+    sign_in(web, installed.token)
+    frame = web.get(f"/messages/{msg_id}/frame")
+    import base64
+
+    assert f'src="data:image/png;base64,{base64.b64encode(PNG).decode()}"' in frame.text
+    assert f"/api/messages/{msg_id}/attachments/" not in frame.text
+
+
+def test_frame_document_writes_each_shown_part_once_and_leaves_longer_part_numbers_alone() -> None:
+    from mailnode.web.conversation import frame_document, referenced_parts
+
+    html = ('<img src="/api/messages/msg_1/attachments/1.2"><img src="/api/messages/msg_1/attachments/1.20">'
+            '<img src="/api/messages/msg_1/attachments/1.2">')
+    assert referenced_parts(html, "msg_1") == ["1.2", "1.20"]
+    doc = frame_document(html, "msg_1", {"1.2": ("image/png", b"\x01")})
+    assert doc.count('src="data:image/png;base64,AQ=="') == 2
+    assert 'src="/api/messages/msg_1/attachments/1.20"' in doc
+    assert doc.startswith("<!doctype html>")

@@ -12,6 +12,8 @@ an attachment to a signed-in person with the API route's bytes and headers.
 
 from __future__ import annotations
 
+import base64
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,20 +236,52 @@ def add_note(case_id: str, request: Request, person: PersonDep, _: CsrfDep, body
     return _back(note["conversation_id"], f"#{note['id']}")
 
 
+def referenced_parts(html: str, message_id: str) -> list[str]:
+    """The attachment parts the sanitised ``html`` shows as images (its ``cid:`` images, which the sanitiser
+    pointed at the API's attachment route), in order of first use. Pure."""
+    prefix = re.escape(f"/api/messages/{message_id}/attachments/")
+    seen: list[str] = []
+    for part in re.findall(prefix + r"([0-9][0-9.]*)", html):
+        if part not in seen:
+            seen.append(part)
+    return seen
+
+
+def frame_document(html: str, message_id: str, images: dict[str, tuple[str, bytes]]) -> str:
+    """The frame's document: ``html`` with each shown image part in ``images`` (``part -> (media type,
+    bytes)``) written as a ``data:`` URL, since the sandboxed frame has no origin to send the session from.
+    Pure."""
+    for part, (media_type, data) in images.items():
+        url = f"/api/messages/{message_id}/attachments/{part}"
+        html = re.sub(re.escape(url) + r"(?![0-9.])", f"data:{media_type};base64,"
+                      + base64.b64encode(data).decode("ascii"), html)
+    return "<!doctype html><html><head><meta charset=\"utf-8\"></head><body>" + html + "</body></html>"
+
+
 @framed
 @router.get("/messages/{message_id}/frame", response_class=HTMLResponse)
 def message_frame(message_id: str, request: Request, person: PersonDep, remote_images: bool = False) -> Response:
-    """A message's sanitised HTML as a document of its own, under ``FRAME_CSP`` (for the sandboxed frame)."""
+    """A message's sanitised HTML as a document of its own, under ``FRAME_CSP`` (for the sandboxed frame).
+
+    Its ``cid:`` images are written in as ``data:`` URLs when the attachment route serves them as images (a
+    raster image whose bytes agree with its type), at most ``budgets.FRAME_INLINE_IMAGES_MAX`` of them and
+    ``budgets.FRAME_INLINE_IMAGE_BYTES_MAX`` bytes in all; others stay out of sight.
+    """
     p = person.principal
-    seen = viewing.view(node_of(request), org_id=p.org_id, principal_id=p.principal_id, message_id=message_id,
+    node = node_of(request)
+    seen = viewing.view(node, org_id=p.org_id, principal_id=p.principal_id, message_id=message_id,
                         remote_images=remote_images)
     html = seen["html_body"] or ""
-    # ``cid:`` images point at the API's attachment route (bearer tokens); the page route serves the same bytes.
-    html = html.replace(f"/api/messages/{message_id}/attachments/", f"/messages/{message_id}/attachments/")
-    doc = ("<!doctype html><html><head><meta charset=\"utf-8\"></head><body>"
-           + html + "</body></html>")
+    images: dict[str, tuple[str, bytes]] = {}
+    budget = budgets.FRAME_INLINE_IMAGE_BYTES_MAX
+    for part in referenced_parts(html, message_id)[:budgets.FRAME_INLINE_IMAGES_MAX]:
+        served = viewing.attachment(node, org_id=p.org_id, principal_id=p.principal_id, message_id=message_id,
+                                    part=part)
+        if served.media_type.startswith("image/") and len(served.content) <= budget:
+            images[part] = (served.media_type, served.content)
+            budget -= len(served.content)
     csp = FRAME_CSP.format(remote=REMOTE_IMAGES_SOURCES if remote_images else "")
-    return HTMLResponse(doc, headers={"Content-Security-Policy": csp})
+    return HTMLResponse(frame_document(html, message_id, images), headers={"Content-Security-Policy": csp})
 
 
 @router.get("/messages/{message_id}/attachments/{part}")
