@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
-
 from tests.corpus import corpus
 from tests.support.served import Served, served_env
 
