@@ -212,3 +212,40 @@ def test_frame_document_writes_each_shown_part_once_and_leaves_longer_part_numbe
     assert doc.count('src="data:image/png;base64,AQ=="') == 2
     assert 'src="/api/messages/msg_1/attachments/1.20"' in doc
     assert doc.startswith("<!doctype html>")
+
+
+def _send_form(web: Any, url: str, **fields: str) -> Any:
+    composer = web.get(url)
+    assert composer.status_code == 200, composer.text
+    key = composer.text.split('name="idempotency_key" value="')[1].split('"')[0]
+    return composer, web.post("/compose", data={"csrf_token": csrf_of(composer.text), "idempotency_key": key,
+                                                **fields}, follow_redirects=False)
+
+
+def test_a_forward_and_a_new_message_are_sealed_like_the_api_seals_them(
+        web: Any, node: Any, installed: Any, listener: Any, sink: Any) -> None:
+    from mailnode.outbound.tables import send_manifests
+
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    msg_id, conv, _ = _one(node)
+    sign_in(web, installed.token)
+    composer, sent = _send_form(web, f"/compose?mode=forward&message={msg_id}&conversation={conv}",
+                                mode="forward", mailbox_id=installed.mailbox_id, message_id=msg_id,
+                                to="Billing <billing@remote.test>", subject="Fwd: Where is my order?",
+                                body="Can you check this one?")
+    assert 'value="Fwd: Where is my order?"' in composer.text and "Forwarded message" in composer.text
+    assert sent.status_code == 303, sent.text
+    _, new = _send_form(web, f"/compose?mode=new&mailbox={installed.mailbox_id}", mode="new",
+                        mailbox_id=installed.mailbox_id, to="dana@remote.test", subject="Hello",
+                        body="A new conversation.")
+    assert new.status_code == 303, new.text
+    with node.read() as conn:
+        rows = conn.execute(select(send_manifests).order_by(send_manifests.c.sealed_at, send_manifests.c.id)).all()
+    assert [(r.subject, r.to_addresses) for r in rows] == [
+        ("Fwd: Where is my order?", ["billing@remote.test"]), ("Hello", ["dana@remote.test"])]
+    assert "Billing" in str(rows[0].display_names)
+    # The forwarded message goes under the person's words, as POST /api/sends forwards.
+    text = web.get(f"/api/sends/{rows[0].id}", headers={"Authorization": f"Bearer {installed.token}"}
+                   ).json()["send"]["body"]["text"]
+    assert text.startswith("Can you check this one?") and "Hello, order 42 has not arrived." in text
+    assert web.get("/compose?mode=sideways&message=x").status_code == 422
