@@ -249,3 +249,20 @@ def test_a_forward_and_a_new_message_are_sealed_like_the_api_seals_them(
                    ).json()["send"]["body"]["text"]
     assert text.startswith("Can you check this one?") and "Hello, order 42 has not arrived." in text
     assert web.get("/compose?mode=sideways&message=x").status_code == 422
+
+
+def test_assign_to_a_teammate_lists_who_may_work_the_mailbox_and_assigns_through_the_claim(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    from tests.web_conversation.test_collision import _person
+
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    _, conv, case_id = _one(node)
+    dana = _person(node, installed, "dana@example.test", "Dana", "send.propose")
+    _person(node, installed, "rita@example.test", "Rita Reader", "mailbox.content.read")
+    sign_in(web, installed.token)
+    page = web.get(f"/conversations/{conv}")
+    assert f'<option value="{dana}">Dana</option>' in page.text and "Rita Reader" not in page.text
+    r = web.post(f"/cases/{case_id}/claim", data={"csrf_token": csrf_of(page.text), "assignee": dana})
+    assert r.status_code == 200 and "Open, held by Dana." in r.text
+    with node.read() as conn:
+        assert conn.execute(select(cases.c.assignee_id).where(cases.c.id == case_id)).scalar_one() == dana
