@@ -5,6 +5,10 @@
   if (!root || !window.mailnode) { return; }
   var sendId = root.getAttribute("data-send-id");
   var kind = root.getAttribute("data-kind");
+  var state = root.getAttribute("data-state");
+  // States a send moves on from by itself: the page keeps asking until it reaches another one. A send being
+  // handed over passes through outcome_unknown (marked before submission), so that one is watched too.
+  var moving = ["held", "awaiting", "throttled", "outcome_unknown"];
   var left = root.getAttribute("data-seconds-left");
   var countdown = document.getElementById("countdown");
   var outcome = document.getElementById("outcome");
@@ -20,7 +24,7 @@
   }
   function watch() {
     mailnode.poll("/sends/" + sendId + "/outcome", 2, function (body) {
-      if (body && body.kind && body.kind !== kind) { window.location.reload(); }
+      if (body && body.state && body.state !== state) { window.location.reload(); }
     });
   }
   if (kind === "held" && countdown && left !== "") {
@@ -33,7 +37,7 @@
       if (remaining) { setTimeout(tick, 1000); } else { watch(); }
     };
     tick();
-  } else if (kind === "awaiting") {
+  } else if (moving.indexOf(state) >= 0) {
     watch();
   }
 })();
