@@ -598,6 +598,17 @@ WEB_SESSION_ABSOLUTE_SECONDS = 7 * 24 * 3600
 #: Seconds between two writes of a session's last-seen time (sized: the idle lifetime is hours, so a minute
 #: of imprecision is nothing, and a page load with several polls does not write each time).
 WEB_SESSION_TOUCH_SECONDS = 60
+#: The window the sign-in rate limits count attempts in, seconds (sized: OWASP's authentication guidance
+#: throttles over minutes; 15 minutes lets a person who mistyped retry soon while bounding a guesser).
+WEB_SIGNIN_WINDOW_SECONDS = 15 * 60
+#: Sign-in attempts one client (its IP address as the server sees it) may make in the window without
+#: opening a session, codes asked for included (sized: a person mistypes a few times; a token of 256 random
+#: bits is never guessed, so this bounds the mail a client can make the node send and the load it causes).
+WEB_SIGNIN_ATTEMPTS_PER_CLIENT = 20
+#: Sign-in attempts naming one address in the window: codes asked for and wrong codes typed (sized: below
+#: the per-client limit, so spreading over clients does not multiply the guesses at one person's code;
+#: VERIFICATION_MAX_ATTEMPTS bounds the guesses per code besides).
+WEB_SIGNIN_ATTEMPTS_PER_ADDRESS = 10
 
 # --- Web conversation (issue 16: the conversation page and the composer) --------------------------------
 #: Seconds a composer's presence stays live after its last heartbeat (sized: three heartbeats, so one lost

@@ -155,10 +155,11 @@ def quickstart(
         return
     out.print(f"[bold]Initialised[/bold] {org} in {settings.data_dir}; administrator {admin_email}")
     out.print(f"token (shown once): [bold]{done.token}[/bold]")
-    out.print("Next, in another terminal (docs/quickstart.md walks on from here to a released reply):")
-    out.print(f"  1. curl -H 'Authorization: Bearer {done.token}' http://{http}/api/mailboxes")
-    out.print(f"  2. open http://{http}/docs for every route")
-    out.print(f"  3. {_self_command()} doctor --data-dir {settings.data_dir}")
+    out.print("Next, while the node runs (docs/quickstart.md walks on from here to a released reply):")
+    out.print(f"  1. open http://{http}/ in a browser and sign in with this token (the web inbox)")
+    out.print(f"  2. curl -H 'Authorization: Bearer {done.token}' http://{http}/api/mailboxes")
+    out.print(f"  3. open http://{http}/docs for every route")
+    out.print(f"  4. {_self_command()} doctor --data-dir {settings.data_dir}")
 
 
 @app.command()

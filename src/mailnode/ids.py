@@ -55,6 +55,7 @@ PREFIXES: dict[str, str] = {
     "vfc": "verification code",
     "log": "log entry",
     "wss": "web session",
+    "wsa": "sign-in attempt",
 }
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

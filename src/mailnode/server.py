@@ -51,7 +51,19 @@ def run_server(settings: Settings) -> None:
         app = create_app(node)
         server = _Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off"))
         log.info("mailnode serving HTTP on %s:%s, SMTP on %s", host, port, settings.smtp)
+        # The address a person opens: printed on stdout (not only logged) so the README's first command shows it.
+        print(f"web inbox: {web_address(host, port)}", flush=True)
         server.run()
+
+
+def web_address(host: str, port: int) -> str:
+    """The URL a person opens for the web inbox served on ``host``:``port`` (pure). A wildcard listen
+    address (``0.0.0.0``, ``::``, empty) is shown as the loopback address, which reaches it from this
+    machine; an IPv6 address is bracketed (RFC 3986 section 3.2.2)."""
+    shown = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host, host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/"
 
 
 class _Server(uvicorn.Server):

@@ -55,3 +55,19 @@ def test_the_metrics_route_keeps_its_json_refusal(web: Any) -> None:
     assert r.status_code == 401
     assert r.json()["error"] == "E_UNAUTHENTICATED"
     assert "content-security-policy" not in r.headers
+
+
+def test_an_unexpected_failure_on_a_page_is_a_page_naming_only_an_error_id(web: Any, installed: Any,
+                                                                            monkeypatch: Any) -> None:
+    from mailnode.web import home
+
+    sign_in(web, installed.token)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("SELECT secret FROM somewhere")
+
+    monkeypatch.setattr(home, "page", broken)
+    r = web.get("/")
+    assert r.status_code == 500 and r.headers["content-type"].startswith("text/html")
+    assert "E_INTERNAL" in r.text and "error id err_" in r.text
+    assert "SELECT secret" not in r.text

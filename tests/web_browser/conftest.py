@@ -32,15 +32,20 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 #: Milliseconds a page action or expectation may wait before the test fails (a signal, not a timing claim:
 #: each wait ends as soon as what it waits for is there).
 PAGE_TIMEOUT_MS = 15_000
+#: Seconds one browser test may take in all before pytest-timeout fails it, so a hung browser cannot hang CI
+#: (sized: the slowest test here takes under 20 s on the 2-core CI machine).
+TEST_TIMEOUT_SECONDS = 180
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test under ``tests/web_browser`` ``browser``; skip them on the PostgreSQL pass."""
+    """Mark every test under ``tests/web_browser`` ``browser`` with a ``TEST_TIMEOUT_SECONDS`` timeout; skip
+    them on the PostgreSQL pass."""
     here = Path(__file__).parent
     skip = pytest.mark.skip(reason="browser tests run once, in the SQLite pass")
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_SECONDS))
             if os.environ.get("MAILNODE_TEST_DB") == "postgres":
                 item.add_marker(skip)
 

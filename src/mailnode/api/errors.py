@@ -82,6 +82,14 @@ def internal_error(error_id: str) -> MailnodeError:
     )
 
 
+def logged_internal_error(request: Request, exc: Exception) -> MailnodeError:
+    """Log ``exc`` with its traceback under a fresh error id and return the ``E_INTERNAL`` (500) naming it
+    (the web pages render the same error as HTML)."""
+    error_id = "err_" + secrets.token_hex(8)
+    log.error("E_INTERNAL %s on %s %s", error_id, request.method, request.url.path, exc_info=exc)
+    return internal_error(error_id)
+
+
 def install(app: FastAPI) -> None:
     """Register the exception handlers on ``app``."""
 
@@ -108,7 +116,5 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        error_id = "err_" + secrets.token_hex(8)
-        log.error("E_INTERNAL %s on %s %s", error_id, request.method, request.url.path, exc_info=exc)
-        err = internal_error(error_id)
+        err = logged_internal_error(request, exc)
         return JSONResponse(err.to_json(), status_code=500)

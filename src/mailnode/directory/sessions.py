@@ -5,7 +5,8 @@ mailed to their verified contact address). The browser holds only a random secre
 stores its SHA-256, so a copy of the table opens no session. ``resolve`` reads a session's facts in one
 statement and ``decide`` (pure) says whether it is live: it ends on sign-out, after
 ``budgets.WEB_SESSION_IDLE_SECONDS`` without a request, ``budgets.WEB_SESSION_ABSOLUTE_SECONDS`` after
-sign-in, and when the API token it was opened with is revoked. Sign-in and sign-out are audited.
+sign-in, and when the API token it was opened with (or the token that one was minted with) is revoked.
+Sign-in and sign-out are audited.
 """
 
 from __future__ import annotations
@@ -97,13 +98,18 @@ def resolve(conn: Connection, secret: str | None, at: datetime) -> tuple[Session
     statement). Does not write: ``touch`` records the request."""
     if not secret:
         return SessionState.unknown, None
+    parent = api_tokens.alias("parent")
     row = conn.execute(
-        select(web_sessions, api_tokens.c.revoked_at.label("token_revoked_at"), users.c.name, users.c.email)
+        select(web_sessions, api_tokens.c.revoked_at.label("token_revoked_at"),
+               parent.c.revoked_at.label("parent_revoked_at"), users.c.name, users.c.email)
         .outerjoin(api_tokens, api_tokens.c.id == web_sessions.c.token_id)
+        .outerjoin(parent, parent.c.id == api_tokens.c.parent_token_id)
         .outerjoin(users, users.c.id == web_sessions.c.principal_id)
         .where(web_sessions.c.secret_sha256 == digest(secret))).first()
+    # A token whose parent is revoked no longer authenticates (``tokens.authenticate``); its sessions end too.
     facts = None if row is None else SessionFacts(created_at=row.created_at, last_seen_at=row.last_seen_at,
-                                                  ended_at=row.ended_at, token_revoked_at=row.token_revoked_at)
+                                                  ended_at=row.ended_at,
+                                                  token_revoked_at=row.token_revoked_at or row.parent_revoked_at)
     state = decide(facts, at)
     if state is not SessionState.live or row is None:
         return state, None
@@ -113,30 +119,34 @@ def resolve(conn: Connection, secret: str | None, at: datetime) -> tuple[Session
                           last_seen_at=row.last_seen_at)
 
 
+def needs_touch(session: Session, at: datetime) -> bool:
+    """Whether a request at ``at`` should record itself on ``session`` (pure): the last record is
+    ``budgets.WEB_SESSION_TOUCH_SECONDS`` old or more. The idle lifetime counts from the last record."""
+    return at - session.last_seen_at >= timedelta(seconds=budgets.WEB_SESSION_TOUCH_SECONDS)
+
+
 def touch(conn: Connection, session: Session, at: datetime) -> None:
-    """Record a request on ``session`` when the last one is older than ``budgets.WEB_SESSION_TOUCH_SECONDS``
-    (the idle lifetime counts from it)."""
-    if at - session.last_seen_at >= timedelta(seconds=budgets.WEB_SESSION_TOUCH_SECONDS):
-        conn.execute(update(web_sessions).where(web_sessions.c.id == session.id).values(last_seen_at=at))
+    """Record a request on ``session`` at ``at`` (call when ``needs_touch``)."""
+    conn.execute(update(web_sessions).where(web_sessions.c.id == session.id).values(last_seen_at=at))
 
 
-def end(conn: Connection, session: Session, at: datetime) -> None:
-    """Sign out this session (audited as ``web.signed_out``)."""
-    conn.execute(update(web_sessions).where(web_sessions.c.id == session.id, web_sessions.c.ended_at.is_(None))
+def end(conn: Connection, *, org_id: str, principal_id: str, session_id: str, at: datetime) -> None:
+    """Sign out the one session ``session_id`` of ``principal_id`` (audited as ``web.signed_out``)."""
+    conn.execute(update(web_sessions).where(web_sessions.c.id == session_id,
+                                            web_sessions.c.principal_id == principal_id,
+                                            web_sessions.c.ended_at.is_(None))
                  .values(ended_at=at, ended_reason="signed_out"))
-    audit.append(conn, org_id=session.principal.org_id, at=at, action="web.signed_out",
-                 actor_id=session.principal.principal_id, subject=session.id, detail={"scope": "this_session"})
+    audit.append(conn, org_id=org_id, at=at, action="web.signed_out", actor_id=principal_id, subject=session_id,
+                 detail={"scope": "this_session"})
 
 
-def end_everywhere(conn: Connection, session: Session, at: datetime) -> int:
-    """Sign out every open session of ``session``'s person, this one included (audited as
-    ``web.signed_out`` with the count). Returns how many sessions ended."""
+def end_everywhere(conn: Connection, *, org_id: str, principal_id: str, session_id: str, at: datetime) -> int:
+    """Sign out every open session of ``principal_id``, ``session_id`` (the one asking) included; audited
+    as ``web.signed_out`` with the count. Returns how many sessions ended."""
     ended = conn.execute(update(web_sessions)
-                         .where(web_sessions.c.org_id == session.principal.org_id,
-                                web_sessions.c.principal_id == session.principal.principal_id,
+                         .where(web_sessions.c.org_id == org_id, web_sessions.c.principal_id == principal_id,
                                 web_sessions.c.ended_at.is_(None))
                          .values(ended_at=at, ended_reason="signed_out_everywhere")).rowcount
-    audit.append(conn, org_id=session.principal.org_id, at=at, action="web.signed_out",
-                 actor_id=session.principal.principal_id, subject=session.id,
+    audit.append(conn, org_id=org_id, at=at, action="web.signed_out", actor_id=principal_id, subject=session_id,
                  detail={"scope": "everywhere", "sessions_ended": ended})
     return int(ended)

@@ -88,6 +88,27 @@ web_sessions = Table(
     Index("ix_web_sessions_principal_id", "principal_id"),
 )
 
+signin_attempts = Table(
+    # Every sign-in attempt to the web inbox that did not open a session, and every code asked for: the rows
+    # the per-client and per-address rate limits count in their window (issue 16). Node-wide: an attempt
+    # with an unknown token or address belongs to no organisation.
+    "signin_attempts",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("at", UTCDateTime, nullable=False),
+    # The client's address as the HTTP server saw it.
+    Column("client", Text, nullable=False),
+    # The address typed (normalised), for a code; NULL for a token.
+    Column("address", Text, nullable=True),
+    # ``token``, ``code_request`` or ``code``.
+    Column("method", String(16), nullable=False),
+    # The refusal's code, or ``code_requested``.
+    Column("outcome", String(60), nullable=False),
+    Index("ix_signin_attempts_client_at", "client", "at"),
+    Index("ix_signin_attempts_address_at", "address", "at"),
+    Index("ix_signin_attempts_at", "at"),
+)
+
 domains = Table(
     "domains",
     metadata,

@@ -73,6 +73,22 @@ verification_records = Table(
     Column("send_id", String(40), nullable=True),
 )
 
+signin_codes = Table(
+    # A person's one-time code to sign in to the web inbox, mailed to their verified contact address (issue
+    # 16). The same record as ``verification_records`` (the pure ``notify.verification`` rules run on it),
+    # kept apart so asking for a sign-in code never replaces a pending contact-address code.
+    "signin_codes",
+    metadata,
+    Column("user_id", String(40), ForeignKey("users.id"), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("address", Text, nullable=False),
+    Column("code_hash", String(64), nullable=True),
+    Column("sent_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=True),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("send_id", String(40), nullable=True),
+)
+
 applications = Table(
     "applications",
     metadata,

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.types import Scope
 
-from mailnode.api.errors import validation_error
+from mailnode.api.errors import logged_internal_error, validation_error
 from mailnode.errors import MailnodeError
 from mailnode.web.render import page
 from mailnode.web.session import SignInRequired, signin_location
@@ -75,6 +75,8 @@ def install(app: FastAPI) -> None:
                              fix="Start again from the inbox at /.", status=exc.status_code)
 
     wrap(StarletteHTTPException, http_error)
+    # An unexpected failure: logged under an error id, and the page says only that id (never the text).
+    wrap(Exception, logged_internal_error)
 
     async def sign_in_first(request: Request, exc: Exception) -> Response:
         next_path = exc.next_path if isinstance(exc, SignInRequired) else "/"

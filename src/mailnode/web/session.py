@@ -3,8 +3,8 @@
 A page request resolves the session cookie live on every request (``directory.sessions``). Without a live
 session a page is answered 303 to ``/signin?next=<path>``. Every state-changing request (POST) carries the
 session's CSRF token in the form field ``csrf_token`` or the header ``X-CSRF-Token``; without it the answer
-is 403 ``E_CSRF_INVALID``. Before sign-in (the sign-in forms themselves) the token is a double-submit
-value: a random cookie ``mailnode_presession`` that the form repeats.
+is 403 ``E_CSRF_INVALID``. The sign-in forms themselves, sent before any session exists, use
+``SigninCsrfDep``: a double-submit value, a random cookie ``mailnode_presession`` that the form repeats.
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ def current_person(request: Request) -> WebPerson:
     if session is None:
         path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise SignInRequired(path if request.method == "GET" else "/", state)
-    with node.begin() as conn:
-        sessions.touch(conn, session, now)
+    if sessions.needs_touch(session, now):
+        with node.begin() as conn:
+            sessions.touch(conn, session, now)
     person = WebPerson(principal=session.principal, session_id=session.id, csrf_token=session.csrf_token,
                        display_name=session.display_name)
     request.state.web_person = person
@@ -102,20 +103,7 @@ async def _sent_token(request: Request) -> str:
     return ""
 
 
-async def check_csrf(request: Request) -> None:
-    """Refuse a state-changing request without the right CSRF token: 403 ``E_CSRF_INVALID``. Signed in, the
-    token is the session's; not signed in, it is the ``mailnode_presession`` cookie's value."""
-    if request.method in ("GET", "HEAD", "OPTIONS"):
-        return
-    sent = await _sent_token(request)
-    person = getattr(request.state, "web_person", None)
-    if person is None:
-        node = _node(request)
-        with node.read() as conn:
-            _, session = sessions.resolve(conn, request.cookies.get(SESSION_COOKIE), node.clock.now())
-        expected = session.csrf_token if session is not None else request.cookies.get(PRESESSION_COOKIE, "")
-    else:
-        expected = person.csrf_token
+def _compare(sent: str, expected: str | None) -> None:
     if not sent:
         raise csrf_invalid("No csrf_token form field and no X-CSRF-Token header was sent.")
     if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
@@ -123,7 +111,34 @@ async def check_csrf(request: Request) -> None:
                            "page of a session that has ended).")
 
 
+async def check_csrf(request: Request) -> None:
+    """Refuse a state-changing request that does not carry the session's CSRF token: 403
+    ``E_CSRF_INVALID`` (also without a live session). Uses the person ``PersonDep`` resolved when the route
+    declares it first, else resolves the session itself."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    sent = await _sent_token(request)
+    person: WebPerson | None = getattr(request.state, "web_person", None)
+    if person is not None:
+        expected: str | None = person.csrf_token
+    else:
+        node = _node(request)
+        with node.read() as conn:
+            _, session = sessions.resolve(conn, request.cookies.get(SESSION_COOKIE), node.clock.now())
+        expected = session.csrf_token if session is not None else None
+    _compare(sent, expected)
+
+
+async def check_signin_csrf(request: Request) -> None:
+    """The CSRF check of the sign-in forms, sent before any session exists: the form must repeat the
+    ``mailnode_presession`` cookie's value (double submit); else 403 ``E_CSRF_INVALID``."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    _compare(await _sent_token(request), request.cookies.get(PRESESSION_COOKIE))
+
+
 CsrfDep = Annotated[None, Depends(check_csrf)]
+SigninCsrfDep = Annotated[None, Depends(check_signin_csrf)]
 
 
 def presession_token(request: Request) -> str:
