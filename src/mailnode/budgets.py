@@ -624,3 +624,19 @@ WEB_SIGNIN_ATTEMPTS_PER_CLIENT = 20
 #: the per-client limit, so spreading over clients does not multiply the guesses at one person's code;
 #: VERIFICATION_MAX_ATTEMPTS bounds the guesses per code besides).
 WEB_SIGNIN_ATTEMPTS_PER_ADDRESS = 10
+
+# --- Web conversation (issue 16: the conversation page and the composer) --------------------------------
+#: Seconds a composer's presence stays live after its last heartbeat (sized: three heartbeats, so one lost
+#: request does not hide a writer, and a closed tab stops warning others within half a minute).
+COMPOSER_PRESENCE_TTL_SECONDS = 30
+#: Seconds between a composer's heartbeats, and between the page's readings of who holds the case and who
+#: is writing (sized: a third of the TTL above; a person notices a colleague within ten seconds).
+COMPOSER_PRESENCE_HEARTBEAT_SECONDS = 10
+#: Seconds between two draft autosaves while a person types (sized: Gmail and Help Scout save within a few
+#: seconds; one PUT per 3 s per open composer is negligible load).
+COMPOSER_AUTOSAVE_SECONDS = 3
+#: Inline (``cid:``) images a message's HTML frame writes in as ``data:`` URLs, at most, and their bytes in
+#: all (sized: a newsletter's logo and a few pictures; beyond that the frame would be a download of its own,
+#: and each image costs a parse of the raw message).
+FRAME_INLINE_IMAGES_MAX = 20
+FRAME_INLINE_IMAGE_BYTES_MAX = 5 * 1024 * 1024

@@ -16,7 +16,6 @@ and ``/attachments/{part}`` answer 410.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter
@@ -26,48 +25,23 @@ from sqlalchemy import select
 from mailnode.api.deps import CallerDep, CasePageDep, EventPageDep, MessagePageDep, NodeDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
-from mailnode.errors import not_found
-from mailnode.ids import parse_id
-from mailnode.ingress import reading
+from mailnode.ingress import viewing
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
-from mailnode.mail.message_tables import cases, message_attachments, messages
+from mailnode.mail.message_tables import cases, messages
 from mailnode.notify import holds as hold_rules
-from mailnode.notify import retention, retention_io
+from mailnode.notify import retention_io
 from mailnode.outbound.tables import send_recipient_events
 
 router = APIRouter(prefix="/api", tags=["messages"])
 
 
-def message_summary(r: Any, purge: tuple[str, datetime] | None = None) -> dict[str, Any]:
-    """The metadata a list shows (no body). ``purge``: ``(kind, purged_at)`` when retention deleted the
-    message's content (``retention_io.purges_of``); ``content_deleted_at`` is then its time, else null."""
-    return {
-        "content_deleted_at": purge[1].isoformat() if purge is not None else None,
-        "id": r.id, "mailbox_id": r.mailbox_id, "subject": r.subject, "from_name": r.from_name,
-        "from_address": r.from_address, "envelope_from": r.envelope_from, "envelope_to": r.envelope_to,
-        "received_at": r.received_at.isoformat(), "date": r.date.isoformat() if r.date else None,
-        "automated": r.automated, "reply_refusal": r.reply_refusal,
-        "authentication": {"dmarc": r.dmarc, "spf": r.spf, "dkim": r.dkim},
-        "attachments": r.attachments, "dangerous_attachments": r.dangerous_attachments,
-        "report_kind": r.report_kind, "parse_error": None if purge is not None else r.parse_error,
-        "conversation_id": r.conversation_id, "case_id": r.case_id, "rfc_message_id": r.rfc_message_id,
-    }
-
-
-def _no_message(message_id: str) -> Exception:
-    return not_found("E_NO_SUCH_MESSAGE", f"No message {message_id}.",
-                     fix="List messages with GET /api/mailboxes/{id}/messages.", message_id=message_id)
+#: The list shape of a message row (``ingress.viewing.summary``), kept under its old name for the routes.
+message_summary = viewing.summary
 
 
 def _readable(conn: Any, caller: Any, message_id: str) -> Any:
-    parse_id(message_id, "msg", "message_id")
-    row = conn.execute(select(messages).where(messages.c.id == message_id,
-                                              messages.c.org_id == caller.org_id)).first()
-    if row is None or not holds(conn, caller.org_id, caller.principal_id, "mailbox.content.read", "mailbox",
-                                row.mailbox_id):
-        raise _no_message(message_id)
-    return row
+    return viewing.readable(conn, org_id=caller.org_id, principal_id=caller.principal_id, message_id=message_id)
 
 
 def _readable_message(node: Any, caller: Any, message_id: str) -> Any:
@@ -105,36 +79,8 @@ def get_message(message_id: str, node: NodeDep, caller: CallerDep, remote_images
     ``content_deleted`` is null. ``E_EVIDENCE_MISSING`` (500) when the raw bytes a reading needs are gone
     without a purge record.
     """
-    with node.read() as conn:
-        row = _readable(conn, caller, message_id)
-        purge = retention_io.purges_of(conn, [row.id]).get(row.id)
-        stored = [reading.stored_attachment(a) for a in conn.execute(
-            select(message_attachments).where(message_attachments.c.message_id == row.id)
-            .order_by(message_attachments.c.part_id)).all()] if purge is None else []
-    out = message_summary(row, purge)
-    out.update({"in_reply_to": row.in_reply_to, "references": row.references, "size_bytes": row.size_bytes,
-                "sha256": row.raw_sha256})
-    if purge is not None:
-        out.update({"headers": None, "text_body": None, "text_body_type": None, "html_body": None,
-                    "remote_images_removed": 0, "attachment_list": None, "defects": None,
-                    "content_deleted": retention.deletion_note(source_id=row.id, kind=purge[0],
-                                                               purged_at=purge[1])})
-        return {"message": out}
-    raw = (retention_io.read_content(node, source_id=row.id, digest=row.raw_sha256)
-           if reading.needs_raw(row.text_body_type, row.html_part) else None)
-    seen = reading.read(row.id, text_body=row.text_body, text_body_type=row.text_body_type,
-                        stored=_in_part_order(stored), raw=raw, remote_images=remote_images)
-    out.update({"headers": [{"name": n, "value": v} for n, v in row.headers], "text_body": seen.text_body,
-                "text_body_type": seen.text_body_type, "html_body": seen.html_body,
-                "remote_images_removed": seen.remote_images_removed,
-                "attachment_list": [reading.attachment_json(row.id, a) for a in seen.attachments],
-                "defects": row.defects, "content_deleted": None})
-    return {"message": out}
-
-
-def _in_part_order(items: list[Any]) -> list[Any]:
-    """Attachments in part order (``1.10`` after ``1.9``), whatever order the database sorted the text in."""
-    return sorted(items, key=lambda a: [int(n) if n.isdigit() else 0 for n in a.part_id.split(".")])
+    return {"message": viewing.view(node, org_id=caller.org_id, principal_id=caller.principal_id,
+                                    message_id=message_id, remote_images=remote_images)}
 
 
 @router.get("/messages/{message_id}/attachments/{part}")
@@ -148,9 +94,8 @@ def get_attachment(message_id: str, part: str, node: NodeDep, caller: CallerDep)
     one that cannot be decoded, ``E_CONTENT_DELETED`` (410) once retention deleted the message's content,
     ``E_EVIDENCE_MISSING`` (500) when its raw bytes are gone without a purge record.
     """
-    row = _readable_message(node, caller, message_id)
-    raw = retention_io.read_content(node, source_id=row.id, digest=row.raw_sha256)
-    served = reading.download(row.id, raw, part)
+    served = viewing.attachment(node, org_id=caller.org_id, principal_id=caller.principal_id,
+                                message_id=message_id, part=part)
     return Response(content=served.content, media_type=served.media_type, headers=served.headers)
 
 
@@ -208,6 +153,18 @@ def close_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]
     with node.begin() as conn:
         return {"case": cases_mod.close(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                         at=node.clock.now(), case_id=case_id)}
+
+
+@router.post("/cases/{case_id}/reopen")
+def reopen_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+    """Reopen a closed case (``send.propose`` on its mailbox); the caller holds it. 200 ``{"case": ...}``.
+
+    ``E_CASE_OPEN`` (409), ``E_CASE_SUPERSEDED`` (409: a newer case of the conversation is open),
+    ``E_NO_SUCH_CASE`` (404), ``E_MAY_NOT_WORK_CASE`` (403). See ``mail.cases.reopen``.
+    """
+    with node.begin() as conn:
+        return {"case": cases_mod.reopen(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                         at=node.clock.now(), case_id=case_id)}
 
 
 @router.delete("/cases/{case_id}")

@@ -21,25 +21,16 @@ taken over the completed composition, so it covers all of these.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Response
 from pydantic import Field
-from sqlalchemy import Connection, select
+from sqlalchemy import select
 
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
-from mailnode.butler import parked
-from mailnode.errors import MailnodeError, invalid
 from mailnode.mail.thread import body_of, grant_for
-from mailnode.node import Node
-from mailnode.outbound import drafts as drafts_mod
-from mailnode.outbound import reads, retry
-from mailnode.outbound.compose import Ask, compose
-from mailnode.outbound.content import decode_attachment
-from mailnode.outbound.idempotency import DraftGone, MailFingerprint, Replay, fingerprint_of, seal_once
-from mailnode.outbound.seal import SealRequest, seal, sealed_json
+from mailnode.outbound import reads, retry, submit
 from mailnode.outbound.tables import send_manifests
 from mailnode.outbound.workflows import wake
 
@@ -86,15 +77,6 @@ class RetryIn(Strict):
     accept_duplicate_risk: bool = False
 
 
-def _wake(node: Node, send_id: str, release_at: Any) -> None:
-    wake(send_id, max(0.0, (release_at - node.clock.now()).total_seconds()))
-
-
-def _from_draft(d: Any) -> SealRequest:
-    return SealRequest(mailbox_id=d.mailbox_id, to=d.to_addresses, cc=d.cc_addresses, bcc=d.bcc_addresses,
-                       subject=d.subject, body=d.body, in_reply_to_message_id=d.in_reply_to_message_id)
-
-
 @router.post("", status_code=201)
 def create(body: SendIn, node: NodeDep, caller: CallerDep, response: Response,
            idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None) -> dict[str, Any]:
@@ -102,58 +84,18 @@ def create(body: SendIn, node: NodeDep, caller: CallerDep, response: Response,
 
     Under an ``Idempotency-Key`` a repeated request answers the first send (see the module docstring).
     """
-    draft_id = body.draft_id
-    if draft_id is not None:
-        inline = body.model_fields_set - {"draft_id"}
-        if inline:
-            raise invalid("E_SEND_FROM_DRAFT_AND_INLINE", "Give either draft_id or the composition, not both.",
-                          f"The request names draft_id and {', '.join(sorted(inline))}.",
-                          "Edit the draft (PUT /api/drafts/{id}) and send {\"draft_id\": ...} alone.")
-
-        def asked(conn: Connection) -> MailFingerprint | DraftGone:
-            try:
-                d = drafts_mod.row_of(conn, org_id=caller.org_id, author_id=caller.principal_id, draft_id=draft_id)
-            except MailnodeError as gone:
-                return DraftGone(draft_id, gone)
-            return fingerprint_of(_from_draft(d))
-
-        def sealing() -> Any:
-            with node.read() as conn:
-                d = drafts_mod.row_of(conn, org_id=caller.org_id, author_id=caller.principal_id, draft_id=draft_id)
-            return seal(node, org_id=caller.org_id, author_id=caller.principal_id,
-                        request=replace(_from_draft(d), idempotency_key=idempotency_key), draft_id=draft_id)
-    else:
-        answering = body.in_reply_to_message_id is not None or body.forward_message_id is not None
-        if body.mailbox_id is None or (not answering and (body.subject is None or body.body is None)):
-            raise invalid("E_REQUEST_INVALID", "An inline send needs mailbox_id, subject and body.",
-                          "Without a draft_id the composition is given inline (a reply or forward may leave "
-                          "out subject and body).",
-                          "Send {\"mailbox_id\", \"to\", \"subject\", \"body\"} or {\"draft_id\"}.")
-        attachments = tuple(decode_attachment(i, a.filename, a.content_type, a.content_base64)
-                            for i, a in enumerate(body.attachments))
-        asked_for = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc,
-                                subject=body.subject or "", body=body.body or "",
-                                in_reply_to_message_id=body.in_reply_to_message_id,
-                                sender_address=body.sender_address, idempotency_key=idempotency_key,
-                                html=body.html, attachments=attachments)
-        request = compose(node, org_id=caller.org_id, author_id=caller.principal_id, ask=Ask(
-            request=asked_for, subject_given=body.subject is not None, reply_all=body.reply_all, quote=body.quote,
-            forward_message_id=body.forward_message_id, forward_as=body.forward_as))
-
-        def asked(conn: Connection) -> MailFingerprint | DraftGone:
-            return fingerprint_of(request)
-
-        def sealing() -> Any:
-            return seal(node, org_id=caller.org_id, author_id=caller.principal_id, request=request)
-
-    done = seal_once(node, org_id=caller.org_id, author_id=caller.principal_id, key=idempotency_key, asked=asked,
-                     seal=sealing, where="Idempotency-Key", read_at="GET /api/sends/{id}")
-    if isinstance(done, Replay):
+    c = submit.Composition(
+        draft_id=body.draft_id, mailbox_id=body.mailbox_id, to=tuple(body.to), cc=tuple(body.cc),
+        bcc=tuple(body.bcc), subject=body.subject, body=body.body, in_reply_to_message_id=body.in_reply_to_message_id,
+        sender_address=body.sender_address, html=body.html,
+        attachments=tuple((a.filename, a.content_type, a.content_base64) for a in body.attachments), reply_all=body.reply_all,
+        quote=body.quote, forward_message_id=body.forward_message_id, forward_as=body.forward_as,
+        fields_given=frozenset(body.model_fields_set - {"draft_id"}))
+    done = submit.submit(node, org_id=caller.org_id, author_id=caller.principal_id, c=c,
+                         idempotency_key=idempotency_key)
+    if done.replayed:
         response.headers["Idempotent-Replayed"] = "true"
-        with node.read() as conn:
-            return {"send": sealed_json(conn, done.send_id)}
-    _wake(node, done.id, done.release_at)
-    return {"send": done.to_json()}
+    return {"send": done.send}
 
 
 @router.get("")
@@ -188,27 +130,14 @@ def get(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 @router.post("/{send_id}/cancel")
 def cancel(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Stop a held or awaiting send (``send.propose``)."""
-    with node.begin() as conn:
-        retry.cancel(conn, org_id=caller.org_id, principal_id=caller.principal_id, at=node.clock.now(),
-                     send_id=send_id)
-    # A Butler run that was parked on this send's release was ended with it; its workflow is told now.
-    parked.tell(node, caller.org_id, [send_id])
-    with node.read() as conn:
-        return {"send": reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,
-                                       send_id=send_id)}
+    return {"send": submit.cancel(node, org_id=caller.org_id, principal_id=caller.principal_id, send_id=send_id)}
 
 
 @router.post("/{send_id}/release-hold")
 def release_hold(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Release a send a policy holds (``awaiting/policy_hold`` -> ``held``); 200 with the send as it now reads."""
-    with node.begin() as conn:
-        row = retry.release_hold(conn, org_id=caller.org_id, principal_id=caller.principal_id, at=node.clock.now(),
-                                 send_id=send_id)
-    if row.state == "held":
-        _wake(node, send_id, row.release_at)
-    with node.read() as conn:
-        return {"send": reads.get_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,
-                                       send_id=send_id)}
+    return {"send": submit.release_hold(node, org_id=caller.org_id, principal_id=caller.principal_id,
+                                        send_id=send_id)}
 
 
 @router.post("/{send_id}/retry")
@@ -226,5 +155,5 @@ def retry_send(send_id: str, body: RetryIn, node: NodeDep, caller: CallerDep) ->
     sealed = retry.resend_may_duplicate(node, org_id=caller.org_id, principal_id=caller.principal_id,
                                         send_id=send_id, reason=body.reason,
                                         accept_duplicate_risk=body.accept_duplicate_risk)
-    _wake(node, sealed.id, sealed.release_at)
+    submit.wake_at(node, sealed.id, sealed.release_at)
     return {"send": sealed.to_json(), "resend_of": send_id}

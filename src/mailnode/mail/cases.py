@@ -4,7 +4,9 @@ A claim is one conditional update (``assignee IS NULL``); the loser is told who 
 when (``E_CASE_HELD``, 409). Taking a held case is explicit (``take=True``) and audited. Naming another
 assignee needs the caller's ``send.propose`` on the mailbox and that the assignee may work it
 (``send.propose``), else ``E_ASSIGNEE_MAY_NOT_WORK_IT``; the Butler runtime's ``case.assign`` calls
-``claim`` with the Butler as the caller. Closing needs the caller to hold the case.
+``claim`` with the Butler as the caller. Closing needs the caller to hold the case. Reopening a closed case
+needs ``send.propose`` on its mailbox and that no newer case of the conversation is open there (a new message
+opens a new case); the reopened case is held by whoever reopened it.
 """
 
 from __future__ import annotations
@@ -79,6 +81,25 @@ def close_refusal(*, state: str, holder_id: str | None, principal_id: str) -> st
         return "E_CASE_CLOSED"
     if holder_id != principal_id:
         return "E_NOT_YOUR_CASE"
+    return None
+
+
+def reopen_refusal(*, state: str, may_work: bool, newer_open_case_id: str | None) -> str | None:
+    """Pure: the code ``reopen`` refuses with, or None when it reopens.
+
+    ``E_MAY_NOT_WORK_CASE`` (no ``send.propose``), ``E_CASE_OPEN`` (it is open already),
+    ``E_CASE_SUPERSEDED`` (another case of the same conversation and mailbox is open: at most one is), in
+    that order.
+    """
+    if not may_work:
+        return "E_MAY_NOT_WORK_CASE"
+    if state == "open":
+        return "E_CASE_OPEN"
+    if state != "closed":
+        # A state outside the vocabulary is not reopened (fails closed): it reads as still open.
+        return "E_CASE_OPEN"
+    if newer_open_case_id is not None:
+        return "E_CASE_SUPERSEDED"
     return None
 
 
@@ -160,6 +181,47 @@ def close(conn: Connection, *, org_id: str, principal_id: str, at: datetime, cas
     if result.rowcount == 0:
         raise _not_yours(case_id, row.assignee_id)
     audit.append(conn, org_id=org_id, at=at, action="case.closed", actor_id=principal_id, subject=case_id)
+    return case_json(conn.execute(select(cases).where(cases.c.id == case_id)).one())
+
+
+def reopen(conn: Connection, *, org_id: str, principal_id: str, at: datetime, case_id: str) -> dict[str, Any]:
+    """Reopen a closed case, held by the caller from ``at``; audited ``case.reopened``. Returns ``case_json``.
+
+    Raises ``E_NO_SUCH_CASE`` (404), ``E_MAY_NOT_WORK_CASE`` (403: no ``send.propose`` on its mailbox),
+    ``E_CASE_OPEN`` (409: it is open), ``E_CASE_SUPERSEDED`` (409: a newer case of the conversation is open
+    in the mailbox, named in the error; work that one).
+    """
+    row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)
+    may_work = holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id)
+    other = conn.execute(select(cases.c.id).where(cases.c.conversation_id == row.conversation_id,
+                                                  cases.c.mailbox_id == row.mailbox_id, cases.c.state == "open",
+                                                  cases.c.id != case_id)).first()
+    other_id = str(other.id) if other is not None else None
+    refusal = reopen_refusal(state=row.state, may_work=may_work, newer_open_case_id=other_id)
+    if refusal == "E_MAY_NOT_WORK_CASE":
+        raise MailnodeError(code="E_MAY_NOT_WORK_CASE", what=f"You may not work case {case_id}.",
+                            why="Reopening a case needs send.propose on its mailbox.",
+                            fix="Ask an administrator for send.propose on the mailbox (POST /api/access).",
+                            status=403, detail={"case_id": case_id, "mailbox_id": row.mailbox_id})
+    if refusal == "E_CASE_OPEN":
+        raise conflict("E_CASE_OPEN", f"Case {case_id} is open.", "Only a closed case can be reopened.",
+                       f"Nothing to do; claim it if nobody holds it: POST /api/cases/{case_id}/claim.",
+                       case_id=case_id)
+    if refusal == "E_CASE_SUPERSEDED":
+        raise conflict("E_CASE_SUPERSEDED", f"Case {case_id} has a newer open case, {other_id}.",
+                       "A conversation has at most one open case per mailbox; a new message opened another.",
+                       f"Work the open case instead: POST /api/cases/{other_id}/claim.",
+                       case_id=case_id, open_case_id=other_id)
+    # The conditional update decides a race with another reopen; the unique index a race with a new message.
+    result = conn.execute(update(cases).where(cases.c.id == case_id, cases.c.state == "closed")
+                          .values(state="open", closed_at=None, closed_by=None, assignee_id=principal_id,
+                                  assigned_at=at))
+    if result.rowcount == 0:
+        raise conflict("E_CASE_OPEN", f"Case {case_id} is open.", "It was reopened meanwhile.", "Nothing to do.",
+                       case_id=case_id)
+    audit.append(conn, org_id=org_id, at=at, action="case.reopened", actor_id=principal_id, subject=case_id,
+                 detail={"closed_by": row.closed_by, "closed_at": row.closed_at.isoformat() if row.closed_at
+                         else None})
     return case_json(conn.execute(select(cases).where(cases.c.id == case_id)).one())
 
 

@@ -147,3 +147,17 @@ case_notes = Table(
     Index("ix_case_notes_conversation", "conversation_id", "created_at"),
     Index("ix_case_notes_case", "case_id"),
 )
+
+#: Who has a composer open on which conversation (issue 16, collision detection): one row per (conversation,
+#: person), refreshed by the composer's heartbeat and live until ``expires_at``
+#: (``budgets.COMPOSER_PRESENCE_TTL_SECONDS`` after the last one). Not history: rows are replaced and expire;
+#: ``mail.presence``. 0021.
+composer_presence = Table(
+    "composer_presence",
+    metadata,
+    Column("conversation_id", String(40), ForeignKey("conversations.id"), primary_key=True),
+    Column("person_id", String(40), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Column("seen_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)

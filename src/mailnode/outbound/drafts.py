@@ -176,3 +176,10 @@ def remove(conn: Connection, *, org_id: str, author_id: str, at: datetime, draft
                    subject=draft_id, act="draft.delete")
     conn.execute(delete(drafts).where(drafts.c.id == draft_id))
     audit.append(conn, org_id=org_id, at=at, action="draft.deleted", actor_id=author_id, subject=draft_id)
+
+
+def for_parent(conn: Connection, *, org_id: str, author_id: str, in_reply_to_message_id: str) -> dict[str, Any] | None:
+    """The author's draft answering ``in_reply_to_message_id`` (there is at most one), or None. One statement."""
+    row = conn.execute(select(drafts).where(drafts.c.org_id == org_id, drafts.c.author_id == author_id,
+                                            drafts.c.in_reply_to_message_id == in_reply_to_message_id)).first()
+    return draft_json(row) if row is not None else None

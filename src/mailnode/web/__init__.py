@@ -10,12 +10,12 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from mailnode.web import errors, queue, signin
+from mailnode.web import composer, conversation, errors, queue, signin
 from mailnode.web.headers import PageSecurityHeaders
 from mailnode.web.render import STATIC
 
 #: Every web router module, included in this order (each has ``router``).
-ROUTERS = (queue, signin)
+ROUTERS = (queue, signin, conversation, composer)
 
 
 def install(app: FastAPI) -> None:

@@ -2,10 +2,13 @@
 
 The CSP allows only the node's own scripts, styles and frames (``'self'``), images from the node and
 ``data:`` URLs, no inline script or style, and no framing of a page by anyone (``frame-ancestors 'none'``
-plus ``X-Frame-Options: DENY`` for older browsers).
+plus ``X-Frame-Options: DENY`` for older browsers). The one exception is a route marked ``framed``: a
+message's sanitised HTML, shown in a sandboxed frame of the conversation page, sets its own stricter CSP.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -23,6 +26,29 @@ PAGE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 )
 
 
+#: The headers of a page that is itself shown in a frame of the node's own pages (a message's HTML): it
+#: carries its own, stricter CSP (``frame-ancestors 'self'``, ``sandbox``), so only these are added.
+FRAMED_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-frame-options", b"SAMEORIGIN"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+)
+
+
+def framed_by_us(scope: Scope) -> bool:
+    """Whether the matched route's endpoint is marked ``own_frame_policy`` (see ``framed``). Pure."""
+    route = scope.get("route")
+    return bool(getattr(getattr(route, "endpoint", None), "own_frame_policy", False))
+
+
+def framed(endpoint: Any) -> Any:
+    """Mark a page route whose response is shown in a frame of the node's own pages and sets its own CSP
+    (which must say ``frame-ancestors 'self'``); the middleware then keeps that CSP and adds
+    ``FRAMED_HEADERS`` instead of ``PAGE_HEADERS``."""
+    endpoint.own_frame_policy = True
+    return endpoint
+
+
 class PageSecurityHeaders:
     """ASGI middleware adding ``PAGE_HEADERS`` to every response of a page path (``errors.is_page``) and
     ``no-referrer`` / ``nosniff`` to ``/static`` files."""
@@ -38,7 +64,9 @@ class PageSecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             # The router has matched by now, so ``is_page`` sees the route.
             if message["type"] == "http.response.start":
-                if is_page(scope):
+                if is_page(scope) and framed_by_us(scope):
+                    extra = FRAMED_HEADERS
+                elif is_page(scope):
                     extra = PAGE_HEADERS
                 elif str(scope["path"]).startswith("/static/"):
                     extra = PAGE_HEADERS[2:]
