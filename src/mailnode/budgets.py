@@ -640,3 +640,11 @@ COMPOSER_AUTOSAVE_SECONDS = 3
 #: and each image costs a parse of the raw message).
 FRAME_INLINE_IMAGES_MAX = 20
 FRAME_INLINE_IMAGE_BYTES_MAX = 5 * 1024 * 1024
+
+# --- Stopping the durable executor ---------------------------------------------------------------------
+
+#: Seconds a graceful stop waits for sync workflow bodies already running (a sweep pass, a materialisation,
+#: a trigger) before destroying DBOS. Each is bounded well below this by its own budgets (a sweep pass by
+#: its batch size, a materialisation by PARSE_* and the hostile-input CPU budget of a few seconds); 10 s
+#: keeps the whole stop far inside a service manager's usual 90 s stop timeout (systemd's default).
+SHUTDOWN_DRAIN_SECONDS = 10.0

@@ -49,6 +49,9 @@ _lock = threading.Lock()
 _node: Node | None = None
 _launched = False
 _executor_id: str | None = None
+#: How many ``drained_on_stop`` workflow bodies are running now, and the condition ``shutdown`` waits on.
+_inflight = 0
+_inflight_changed = threading.Condition()
 
 
 def system_database_url(node: Node) -> str:
@@ -194,12 +197,53 @@ def _unreadable(url: str, why: str) -> MailnodeError:
                              "MAILNODE_DBOS_SYSTEM_DATABASE_URL and MAILNODE_DATABASE_URL.", status=503)
 
 
+def drained_on_stop(body: Callable[P, R]) -> Callable[P, R]:
+    """Wrap a sync workflow body (under ``@DBOS.workflow()``) so a graceful stop waits for it to finish.
+
+    A sync workflow runs on one of DBOS's worker threads; ``DBOS.destroy`` does not stop that thread, so a
+    body still running when the executor goes away fails to record its step and DBOS logs a traceback
+    ("System database accessed before DBOS was launched"), seen on a scheduled sweep during a SIGINT stop.
+    ``shutdown`` waits (at most ``budgets.SHUTDOWN_DRAIN_SECONDS``) until no wrapped body is running. The
+    name, module and signature are the body's; the wrapper is marked ``drains_on_stop`` (a test finds every
+    sync workflow without it).
+    """
+
+    @functools.wraps(body)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        global _inflight
+        with _inflight_changed:
+            _inflight += 1
+        try:
+            return body(*args, **kwargs)
+        finally:
+            with _inflight_changed:
+                _inflight -= 1
+                _inflight_changed.notify_all()
+
+    wrapper.drains_on_stop = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _drain(timeout: float) -> int:
+    """Wait up to ``timeout`` seconds until no ``drained_on_stop`` body runs; the number still running."""
+    with _inflight_changed:
+        _inflight_changed.wait_for(lambda: _inflight == 0, timeout=timeout)
+        return _inflight
+
+
 def shutdown() -> None:
-    """Destroy DBOS and forget the node. DBOS's event loop cancels every async workflow, which stays
-    PENDING (``pending_on_stop``) for the next start of this executor id to recover."""
+    """Wait for running sync workflow bodies (``drained_on_stop``, bounded by
+    ``budgets.SHUTDOWN_DRAIN_SECONDS``), then destroy DBOS and forget the node. DBOS's event loop cancels
+    every async workflow, which stays PENDING (``pending_on_stop``) for the next start of this executor id
+    to recover."""
     global _node, _launched, _executor_id
     from dbos import DBOS
 
+    # Before taking _lock: a running body may need current_node(), which takes it.
+    still = _drain(budgets.SHUTDOWN_DRAIN_SECONDS)
+    if still:
+        log.warning("workflow.still_running count=%d: the stop goes on after %.0f s; the next start recovers them",
+                    still, budgets.SHUTDOWN_DRAIN_SECONDS)
     with _lock:
         if _launched:
             DBOS.destroy(destroy_registry=False)

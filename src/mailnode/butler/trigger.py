@@ -181,6 +181,7 @@ def open_runs(message_id: str) -> list[str]:
 
 
 @DBOS.workflow()
+@runtime.drained_on_stop
 def trigger_workflow(message_id: str) -> list[str]:
     """Start (or find) the run of every listening Butler for one delivery; returns the run ids."""
     run_ids = open_runs(message_id)

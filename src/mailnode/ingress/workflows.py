@@ -51,6 +51,7 @@ def mark_workflow_done(receipt_id: str) -> None:
 
 
 @DBOS.workflow()
+@runtime.drained_on_stop
 def materialise_workflow(receipt_id: str) -> str | None:
     """The durable unit of a delivery: materialise, run the ``AFTER_MATERIALISE`` hooks (the Butler
     trigger), then mark the receipt done. For a receipt ``mailnode ingest`` already materialised, the
@@ -104,6 +105,7 @@ def scan_unmaterialised(limit: int = budgets.MATERIALISE_SCAN_BATCH) -> int:
 
 
 @DBOS.workflow()
+@runtime.drained_on_stop
 def scheduled_scan(scheduled_at: datetime, context: object) -> None:
     """The schedule's entry point (DBOS passes the scheduled time and a context)."""
     scan_unmaterialised()

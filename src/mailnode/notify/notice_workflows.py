@@ -29,6 +29,7 @@ def notice_sweep_step() -> int:
 
 
 @DBOS.workflow()
+@runtime.drained_on_stop
 def scheduled_notice_sweep(scheduled_at: datetime, context: object) -> None:
     """The schedule's entry point (DBOS passes the scheduled time and a context)."""
     notice_sweep_step()

@@ -29,6 +29,7 @@ def sweeper_step() -> int:
 
 
 @DBOS.workflow()
+@runtime.drained_on_stop
 def scheduled_sweeper(scheduled_at: datetime, context: object) -> None:
     """The schedule's entry point (DBOS passes the scheduled time and a context)."""
     sweeper_step()

@@ -38,6 +38,7 @@ def sweep_step() -> int:
 
 
 @DBOS.workflow()
+@runtime.drained_on_stop
 def scheduled_sweep(scheduled_at: datetime, context: object) -> None:
     """The schedule's entry point (DBOS passes the scheduled time and a context)."""
     sweep_step()
