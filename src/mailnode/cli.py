@@ -333,6 +333,9 @@ def ingest(
 ) -> None:
     """Deliver .eml files through the same receipt path as SMTP and report what each became.
 
+    Shows a progress bar on standard error while it works (files done, files a second) and ends with a table
+    and a count of what the files became (message, delivery report, automated, unreadable, refused).
+
     Materialises in this process (no durable executor is started, so it may run beside mailnode serve).
     """
     from mailnode.ingress import receipts, routing
@@ -353,8 +356,14 @@ def ingest(
     except MailnodeError as exc:
         _fail(exc)
         return
+    from contextlib import ExitStack
+
+    from mailnode.ingress import ingest_report
+
     results: list[dict[str, Any]] = []
     failed = False
+    bar = ExitStack()  # the progress bar, on standard error; none with --json (a script reads the output)
+    advance = (lambda name: None) if as_json else bar.enter_context(ingest_report.progress(len(files), err))
     for path in files:
         raw = path.read_bytes()
         try:
@@ -375,6 +384,8 @@ def ingest(
         except MailnodeError as exc:
             failed = True
             results.append({"file": str(path), "error": exc.code, "message": exc.what})
+        advance(path.name)
+    bar.close()
     node.close()
     if as_json:
         print(json.dumps({"ingested": results}))
@@ -387,6 +398,7 @@ def ingest(
                 table.add_row(r["file"], r["message_id"], r["conversation_id"], r["case_id"], r["automated"] or "",
                               (r["parse_error"] or "")[:60])
         out.print(table)
+        out.print(ingest_report.tally_line(results), highlight=False)
     if failed:
         raise typer.Exit(1)
 

@@ -124,6 +124,10 @@ class Settings(BaseSettings):
     sweeper_lease_seconds: int = budgets.DISPATCH_LEASE_SECONDS
     #: Seconds between notice sweeps (DBOS schedule): the values ``sweeper_interval_seconds`` accepts.
     notice_sweep_interval_seconds: int = budgets.NOTICE_SWEEP_INTERVAL_SECONDS
+    #: How the log is written (``mailnode.logs``): ``text`` for a person, ``json`` for one object per line.
+    log_format: Literal["text", "json"] = "text"
+    #: Lowest level at which third-party libraries (DBOS, Alembic, uvicorn, aiosmtpd, flufl.bounce) are logged.
+    log_libraries: Literal["debug", "info", "warning", "error"] = "warning"
 
     @field_validator("trusted_authserv_ids", mode="before")
     @classmethod

@@ -100,6 +100,9 @@ def launch(node: Node, role: str = "serve") -> None:
             "application_version": __version__,
             "executor_id": executor_id(node, role),
             "notification_listener_polling_interval_sec": budgets.DBOS_NOTIFICATION_POLL_SECONDS,
+            # DBOS sets its logger to this level at launch (INFO otherwise: ~70 system-schema lines a start
+            # and an invitation to a hosted console); ``mailnode.logs`` routes what passes.
+            "log_level": node.settings.log_libraries.upper(),
         }
         _node = node
         DBOS(config=config)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from mailnode import runtime
+from mailnode import logs, runtime
 from mailnode.api.app import create_app
 from mailnode.config import Settings
 from mailnode.ingress import workflows
@@ -37,7 +37,7 @@ def run_server(settings: Settings) -> None:
     host, port = settings.http_hostport
     smtp_host, smtp_port = settings.smtp_hostport  # validated before anything starts
     schedules(settings)  # every interval is a schedule, or nothing starts (E_SETTING_MALFORMED)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logs.setup(settings.log_format, settings.log_libraries)
     with ExitStack() as stack:
         node = Node.open(settings)
         stack.callback(node.close)
@@ -49,10 +49,15 @@ def run_server(settings: Settings) -> None:
         controller = start_listener(node, workflows.start, smtp_host, smtp_port)
         stack.callback(controller.stop)
         app = create_app(node)
-        server = _Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off"))
-        log.info("mailnode serving HTTP on %s:%s, SMTP on %s", host, port, settings.smtp)
-        # The address a person opens: printed on stdout (not only logged) so the README's first command shows it.
-        print(f"web inbox: {web_address(host, port)}", flush=True)
+        # ``log_config=None``: uvicorn keeps its hands off logging (``logs.setup`` routes its records) and only
+        # sets its loggers' level, to the libraries' level.
+        server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None,
+                                        log_level=logs.library_level(settings.log_libraries), lifespan="off"))
+        log.info("serve.listening http=%s:%s smtp=%s web=%s", host, port, settings.smtp, web_address(host, port))
+        if settings.log_format == logs.LogFormat.TEXT:
+            # The address a person opens: printed on stdout (not only logged) so the README's first command
+            # shows it; with JSON logs every line stays a JSON object and ``serve.listening`` carries it.
+            print(f"web inbox: {web_address(host, port)}", flush=True)
         server.run()
 
 

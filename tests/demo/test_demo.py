@@ -70,6 +70,13 @@ def test_the_demo_exits_0_and_reports_every_step() -> None:
     assert re.search(r"demo passed: \d+ outcomes checked, all as expected\.", out)
     # The threaded answer joined the question's conversation.
     assert "ok  reply.eml: conversation (the question's): 'cnv_" in out
+    # It says what it is doing before each step that takes seconds, from its first line on (issue 18).
+    assert out.lstrip().startswith("…  mailnode demo: starting a smarthost"), out[:500]
+    before_the_table = out[:out.index("The organisation")]
+    said = ["mailnode init:", "starting mailnode serve", "building the organisation through the HTTP API"]
+    positions = [before_the_table.find(f"…  {words}") for words in said]
+    assert -1 not in positions and positions == sorted(positions), before_the_table
+    assert "…  watching the smarthost for 2 s of dispatch sweeps" in out
     # The temporary data directory is gone after a successful run.
     data_dir = re.search(r"data (/\S+mailnode-demo-\S+)", out)
     assert data_dir and not Path(data_dir.group(1)).exists()

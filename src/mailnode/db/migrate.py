@@ -7,6 +7,7 @@ migrations disagree.
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,9 +15,10 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 ALEMBIC_DIR = Path(__file__).parent / "alembic"
+log = logging.getLogger("mailnode.migrate")
 
 
 def alembic_config(url: str = "") -> Config:
@@ -34,18 +36,18 @@ def upgrade(engine: Engine, revision: str = "heads") -> None:
     Capabilities built in parallel may add sibling revisions on one parent; ``heads`` applies them all.
     A database already at every head is left alone after one read of ``alembic_version`` (Alembic's own
     no-op upgrade would load every script first: most of a second on PostgreSQL, paid at each start).
+    Otherwise it logs ``migrate.upgrading from=<revisions> to=<revisions>`` and, as each is applied,
+    ``migrate.applied revision=<id> up`` (``alembic/env.py``).
     """
     with engine.begin() as conn:
-        if revision == "heads" and _at_heads(conn):
+        current = tuple(sorted(MigrationContext.configure(conn).get_current_heads()))
+        if revision == "heads" and current == head_revisions():
             return
+        target = ",".join(head_revisions()) if revision == "heads" else revision
+        log.info("migrate.upgrading from=%s to=%s", ",".join(current) or "nothing", target)
         cfg = alembic_config()
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
-
-
-def _at_heads(conn: Connection) -> bool:
-    current = tuple(sorted(MigrationContext.configure(conn).get_current_heads()))
-    return current == head_revisions()
 
 
 @lru_cache(maxsize=1)

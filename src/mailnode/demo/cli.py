@@ -44,9 +44,14 @@ def run_demo(data_dir: Path | None, keep_running: bool, console: Console) -> int
     from mailnode.demo.process import DemoNode, free_port
     from mailnode.demo.sink import Sink
 
+    from mailnode.demo import report
+
     temporary = data_dir is None
     directory = Path(tempfile.mkdtemp(prefix="mailnode-demo-")) if data_dir is None else data_dir.resolve()
-    sink = Sink(free_port()).start()
+    sink_port = free_port()
+    report.doing(console, f"mailnode demo: starting a smarthost (an aiosmtpd sink) on 127.0.0.1:{sink_port}; "
+                          f"the node's data goes to {directory}")
+    sink = Sink(sink_port).start()
     node = DemoNode(directory, sink.port)
     failed = True
     try:

@@ -28,6 +28,11 @@ def heading(console: Console, number: int, title: str, words: str) -> None:
     console.print(words)
 
 
+def doing(console: Console, what: str) -> None:
+    """One line saying what the demo is doing now, printed before a step that takes seconds."""
+    console.print(f"[dim]…  {what}[/dim]", highlight=False)
+
+
 def ok(console: Console, what: str) -> None:
     """One verified outcome."""
     console.print(f"[green]ok[/green]  {what}", highlight=False)

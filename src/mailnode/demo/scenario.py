@@ -95,9 +95,14 @@ class Checker:
 
 
 def _setup(node: DemoNode, console: Console) -> Organisation:
+    report.doing(console, "mailnode init: the schema, the organisation, its first administrator and mailbox")
     installed = node.command_json("initialise", "init", "--org", "Example Ltd", "--domain", DOMAIN,
                                   "--admin-email", ADMINS[0], "--mailbox", FRONT_ADDRESS)
+    report.doing(console, f"starting mailnode serve (API 127.0.0.1:{node.http_port}, SMTP 127.0.0.1:"
+                          f"{node.smtp_port}) and waiting for GET /api/health; its log is {node.log_path}")
     node.start()
+    report.doing(console, "building the organisation through the HTTP API: mailboxes, people, a team, grants, "
+                          "two Butlers")
     admin = installed["token"]
     step = "build the organisation"
     front = installed["mailbox_id"]
@@ -279,6 +284,8 @@ def run(node: DemoNode, sink: Sink, console: Console) -> Outcome:
     check.equal("proposals", "sends awaiting butler_release_required",
                 [(s["state_reason"], s["to"], s["subject"]) for s in waiting],
                 [("butler_release_required", [CORRESPONDENT], "Re: hello")])
+    report.doing(console, f"watching the smarthost for {budgets.DEMO_UNRELEASED_WATCH_SECONDS:.0f} s of dispatch "
+                          "sweeps: nothing may arrive")
     time.sleep(budgets.DEMO_UNRELEASED_WATCH_SECONDS)
     check.equal("proposals", f"transactions at the smarthost after {budgets.DEMO_UNRELEASED_WATCH_SECONDS:.0f} s "
                 "of dispatch sweeps", len(sink.received()), 0)
