@@ -1,4 +1,5 @@
-"""Take the web inbox's screenshots for the docs (docs/img/): the queue, a conversation and the composer.
+"""Take the web inbox's screenshots for the docs (docs/img/): the sign-in page, the queue, a conversation, the
+composer and a held send (docs/quickstart.md walks through them in this order).
 
 Run from the repository root: ``PYTHONPATH=src:. .venv/bin/python scripts/web_screenshots.py``. It starts a real
 ``mailnode serve`` over a fresh data directory (SQLite, the ``file`` transport), feeds it mail over SMTP (a
@@ -66,8 +67,10 @@ def main() -> int:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
                 page = browser.new_context(viewport=VIEWPORT).new_page()
-                page.goto(f"{base}/signin")
+                page.goto(f"{base}/")
+                page.wait_for_url(re.compile(r"/signin"))
                 page.get_by_label("Your API token").fill(served.installed["token"])
+                page.screenshot(path=str(OUT / "signin.png"), clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": 520})
                 page.locator("#signin-token").click()
                 page.wait_for_url(f"{base}/")
                 if page.locator("text=Your order has shipped").count():

@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mailnode.budgets import SEND_HOLD_WINDOW_DEFAULT_SECONDS
 from mailnode.errors import MailnodeError
 
 app = typer.Typer(name="mailnode", help="A self-hosted mail node.", no_args_is_help=True, add_completion=False)
@@ -141,10 +142,9 @@ def quickstart(
     from mailnode.directory.install import initialise
 
     settings = load_settings(data_dir)
-    http = settings.http
     if settings.database_url or (settings.data_dir / "mailnode.db").exists():
         out.print(f"Node already initialised in {settings.data_dir}; mint a token with: "
-                  f"mailnode token create --data-dir {settings.data_dir}")
+                  f"{_self_command()} token create --data-dir {settings.data_dir}", markup=False, highlight=False)
         return
     try:
         node = _open(data_dir, must_exist=False)
@@ -153,13 +153,40 @@ def quickstart(
     except MailnodeError as exc:
         _fail(exc)
         return
-    out.print(f"[bold]Initialised[/bold] {org} in {settings.data_dir}; administrator {admin_email}")
+    out.print(f"[bold]Initialised[/bold] {org} in {settings.data_dir}; administrator {admin_email}, "
+              f"mailbox {done.mailbox_address}")
     out.print(f"token (shown once): [bold]{done.token}[/bold]")
-    out.print("Next, while the node runs (docs/quickstart.md walks on from here to a released reply):")
-    out.print(f"  1. open http://{http}/ in a browser and sign in with this token (the web inbox)")
-    out.print(f"  2. curl -H 'Authorization: Bearer {done.token}' http://{http}/api/mailboxes")
-    out.print(f"  3. open http://{http}/docs for every route")
-    out.print(f"  4. {_self_command()} doctor --data-dir {settings.data_dir}")
+    for line in quickstart_steps(http=settings.http, smtp=settings.smtp, mailbox=done.mailbox_address,
+                                 token=done.token, transport=settings.transport, outbox=settings.outbox_dir,
+                                 command=f"{_self_command()} doctor --data-dir {settings.data_dir}"):
+        out.print(line, markup=False, highlight=False)
+
+
+#: The test message ``quickstart`` tells a newcomer to send (CRLF line ends, as SMTP wants them).
+QUICKSTART_MESSAGE = "From: Bob <bob@example.net>\\r\\nTo: {mailbox}\\r\\nSubject: Opening hours\\r\\n\\r\\n" \
+                     "Are you open on Saturday morning?\\r\\n"
+
+
+def quickstart_steps(*, http: str, smtp: str, mailbox: str, token: str, transport: str, outbox: Path,
+                     command: str) -> list[str]:
+    """The lines ``mailnode quickstart`` prints after the token (pure): open the web inbox at ``http``
+    (HOST:PORT), mail ``mailbox`` over SMTP at ``smtp`` (HOST:PORT) with a ``curl`` line that can be pasted as
+    it stands, answer it in the page, find the reply (in ``outbox`` for the ``file`` transport), then the API
+    with ``token`` and ``command`` (the doctor). Mirrored by the README's quick start and docs/quickstart.md."""
+    web = f"http://{http}/"
+    message = QUICKSTART_MESSAGE.format(mailbox=mailbox)
+    where = f"written to {outbox}/" if transport == "file" else f"handed to the {transport} transport"
+    return [
+        "Next, while the node runs (docs/quickstart.md walks through each step with pictures):",
+        f"  1. open {web} in a browser and sign in with this token (the web inbox)",
+        f"  2. mail {mailbox} over SMTP on {smtp}; it shows in the queue's Unassigned tab within seconds:",
+        f"     printf '{message}' | curl -sS smtp://{smtp} --mail-from bob@example.net --mail-rcpt {mailbox} -T -",
+        "  3. open it, press Claim, then Reply, write, Send: the reply is held for the mailbox's hold window",
+        f"     ({SEND_HOLD_WINDOW_DEFAULT_SECONDS} s; Cancel stops it), then {where}",
+        f"  4. the API: curl -H 'Authorization: Bearer {token}' http://{http}/api/mailboxes "
+        f"(every route: http://{http}/docs)",
+        f"  5. what the node thinks of itself: {command}",
+    ]
 
 
 @app.command()

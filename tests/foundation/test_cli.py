@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
-from mailnode.cli import app
+from mailnode.cli import app, quickstart_steps
 
 runner = CliRunner()
 
@@ -82,3 +83,29 @@ def test_access_grant_as_the_installer(settings: Any) -> None:
     assert missing.exit_code == 1 and "E_MAILBOX_REQUIRED" in missing.output
     unknown = _run(["access", "grant", "--subject", "nobody@acme.test", "--relation", "org.admin"], settings)
     assert unknown.exit_code == 1 and "E_SUBJECT_MALFORMED" in unknown.output
+
+
+@pytest.mark.parametrize(("http", "smtp", "transport", "lands"), [
+    ("127.0.0.1:8025", "127.0.0.1:2525", "file", "then written to /d/outbox/"),
+    ("127.0.0.1:8125", "127.0.0.1:2625", "smtp", "then handed to the smtp transport"),
+    ("[::1]:8025", "[::1]:2525", "resend", "then handed to the resend transport"),
+])
+def test_quickstart_tells_a_newcomer_where_to_open_how_to_mail_and_where_the_reply_lands(
+        http: str, smtp: str, transport: str, lands: str) -> None:
+    steps = quickstart_steps(http=http, smtp=smtp, mailbox="help@acme.test", token="mn_x", transport=transport,
+                             outbox=Path("/d/outbox"), command="mailnode doctor")
+    text = "\n".join(steps)
+    assert f"open http://{http}/ in a browser and sign in with this token" in text
+    mail = [s.strip() for s in steps if s.strip().startswith("printf ")]
+    assert mail == [
+        "printf 'From: Bob <bob@example.net>\\r\\nTo: help@acme.test\\r\\nSubject: Opening hours\\r\\n\\r\\n"
+        f"Are you open on Saturday morning?\\r\\n' | curl -sS smtp://{smtp} --mail-from bob@example.net "
+        "--mail-rcpt help@acme.test -T -"]
+    assert "Claim" in text and "Cancel stops it" in text and lands in text
+
+
+def test_quickstart_on_an_initialised_node_names_a_command_that_runs(settings: Any) -> None:
+    _run(["init", "--org", "Acme", "--domain", "acme.test", "--admin-email", "ann@acme.test", "--json"], settings)
+    again = _run(["quickstart"], settings)
+    assert again.exit_code == 0 and "Node already initialised" in again.output
+    assert "mailnode.cli token create --data-dir" in again.output or "/mailnode token create" in again.output

@@ -112,9 +112,13 @@ def base_url(served: Served) -> str:
     return f"http://127.0.0.1:{served.http}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """Debian's headless Chromium under Playwright (one per test session)."""
+    """Debian's headless Chromium under Playwright (one for the tests of this package).
+
+    Package scope, not session: Playwright's sync API keeps its event loop running in the main thread until it
+    stops, so a later test outside this package calling ``asyncio.run`` (tests/web's sweeper pass) would fail
+    with "cannot be called from a running event loop" when both folders run in one pytest session."""
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():

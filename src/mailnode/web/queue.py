@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.mail import queue
+from mailnode.mail.mailboxes import addresses_of
 from mailnode.mail.queue_rules import VIEW_LABELS, View, age_words, parse_view
 from mailnode.node import Node
 from mailnode.search import run as search_run
@@ -68,11 +69,12 @@ def _queue_page(request: Request, person: Any, mailbox_id: str | None, view_text
         shown = queue.read_queue(conn, org_id=principal.org_id, principal_id=principal.principal_id,
                                  mailbox_id=mailbox_id, view=view, now=node.clock.now(),
                                  cursor=None if results is not None else cursor)
+        addresses = addresses_of(conn, shown.mailbox_id)
         subjects = queue.case_subjects(conn, org_id=principal.org_id, principal_id=principal.principal_id,
                                        case_ids=[o.case_id for o in outcomes]) if outcomes else {}
     return page(request, "queue/queue.html", mailboxes=boxes, current=shown, views=list(View), labels=VIEW_LABELS,
                 cursor=cursor, q=q or "", results=results, search_next=search_next, filter_help=FILTER_HELP,
-                outcomes=outcomes, subjects=subjects, poll_seconds=budgets.QUEUE_POLL_SECONDS)
+                outcomes=outcomes, subjects=subjects, poll_seconds=budgets.QUEUE_POLL_SECONDS, addresses=addresses)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -97,7 +99,8 @@ def poll(request: Request, mailbox_id: str, person: PersonDep, view: str | None 
     with node.read() as conn:
         shown = queue.read_queue(conn, org_id=person.principal.org_id, principal_id=person.principal.principal_id,
                                  mailbox_id=mailbox_id, view=parse_view(view), now=node.clock.now())
-    html = env.get_template("queue/_rows.html").render(current=shown)
+        addresses = addresses_of(conn, shown.mailbox_id)
+    html = env.get_template("queue/_rows.html").render(current=shown, addresses=addresses)
     return JSONResponse({"counts": {v.value: n for v, n in shown.counts.items()}, "keys": [r.key for r in shown.rows],
                          "rows": html}, headers={"Cache-Control": "no-store"})
 
