@@ -169,20 +169,32 @@ def test_decode_attachment_refuses_what_is_not_base64() -> None:
     assert (err.value.code, err.value.detail["index"]) == ("E_ATTACHMENT_MALFORMED", 1)
 
 
-@pytest.mark.parametrize(("author", "propose", "decide", "content", "expected"), [
-    (True, False, False, False, BodyGrant.AUTHOR),
-    (True, True, True, True, BodyGrant.AUTHOR),
-    (False, True, False, False, BodyGrant.RELEASE_OR_CANCEL),
-    (False, True, True, True, BodyGrant.RELEASE_OR_CANCEL),
-    (False, False, True, False, BodyGrant.APPROVE),
-    (False, False, True, True, BodyGrant.APPROVE),
-    (False, False, False, True, BodyGrant.CONTENT_READ),
-    (False, False, False, False, None),
+@pytest.mark.parametrize(("author", "propose", "decide", "content", "mail_class", "expected"), [
+    (True, False, False, False, "correspondence", BodyGrant.AUTHOR),
+    (True, True, True, True, "correspondence", BodyGrant.AUTHOR),
+    (False, True, False, False, "correspondence", BodyGrant.RELEASE_OR_CANCEL),
+    (False, True, True, True, "correspondence", BodyGrant.RELEASE_OR_CANCEL),
+    (False, False, True, False, "correspondence", BodyGrant.APPROVE),
+    (False, False, True, True, "correspondence", BodyGrant.APPROVE),
+    (False, False, False, True, "correspondence", BodyGrant.CONTENT_READ),
+    (False, False, False, False, "correspondence", None),
+    # A mailed sign-in or verification code: its author alone, whatever the reader may do in the mailbox.
+    (True, False, False, False, "realtime", BodyGrant.AUTHOR),
+    (False, True, True, True, "realtime", None),
+    (False, True, True, True, "deferrable", None),
+    (False, True, True, True, "a-class-not-yet-known", None),
 ])
-def test_who_reads_a_sends_body(author: bool, propose: bool, decide: bool, content: bool,
+def test_who_reads_a_sends_body(author: bool, propose: bool, decide: bool, content: bool, mail_class: str,
                                 expected: BodyGrant | None) -> None:
     assert send_body_grant(SendRelations(is_author=author, may_propose=propose, may_decide=decide,
-                                         may_read_content=content)) is expected
+                                         may_read_content=content, mail_class=mail_class)) is expected
+
+
+def test_the_bodies_people_read_are_the_bodies_search_indexes() -> None:
+    from mailnode.mail.thread import BODY_SHARED_CLASSES
+    from mailnode.search.documents import BODY_INDEXED_CLASSES
+
+    assert BODY_SHARED_CLASSES == BODY_INDEXED_CLASSES
 
 
 @pytest.mark.parametrize(("author_id", "auto", "kind"), [

@@ -179,3 +179,36 @@ def test_a_code_sign_in_is_audited_with_its_method(web: Any, installed: Any, emu
     assert json.loads(entry["detail"])["method"] == "code"
     (asked,) = web.get("/api/audit", params={"action": "web.signin_code_requested"}, headers=h).json()["entries"]
     assert asked["actor_id"] == installed.user_id
+
+
+def test_a_colleague_who_reads_the_mailbox_cannot_read_someone_elses_sign_in_code(
+        web: Any, installed: Any, emulator: ResendEmulator, verified: str) -> None:
+    # The code goes out from the organisation's oldest mailbox; Dana reads that mailbox's mail and may answer
+    # from it. Reading Alex's code there would let her sign in as the administrator.
+    from mailnode.directory.tokens import create_token
+
+    admin = bearer(installed.token)
+    dana = web.post("/api/users", json={"email": "dana@example.test"}, headers=admin).json()["user"]["id"]
+    for relation in ("mailbox.metadata.read", "mailbox.content.read", "send.propose", "approval.decide"):
+        r = web.post("/api/access", json={"subject_id": dana, "relation": relation,
+                                          "object_id": installed.mailbox_id}, headers=admin)
+        assert r.status_code == 201, r.text
+    node = web.app.state.node
+    with node.begin() as conn:
+        _, plaintext = create_token(conn, org_id=installed.org_id, principal_id=dana, at=node.clock.now(),
+                                    actor_id=installed.user_id, label="dana's laptop")
+    as_dana = bearer(plaintext)
+    assert ask_code(web, verified).status_code == 200
+    code = _last_code(emulator, r"sign-in code is (\d+)")
+
+    listed = web.get("/api/sends", params={"mailbox_id": installed.mailbox_id}, headers=as_dana).json()["sends"]
+    code_send = next(s for s in listed if s["subject"] == "Your mailnode sign-in code")
+    shown = [web.get(f"/api/sends/{code_send['id']}", headers=as_dana).text,
+             web.get(f"/api/mailboxes/{installed.mailbox_id}/queue", params={"view": "sent"}, headers=as_dana).text]
+    if code_send.get("conversation_id"):
+        shown.append(web.get(f"/api/conversations/{code_send['conversation_id']}", headers=as_dana).text)
+    shown.append(web.get("/api/search", params={"q": "sign-in code"}, headers=as_dana).text)
+    for text in shown:
+        assert code not in text
+    # Alex, who asked for it, still reads their own mail.
+    assert code in web.get(f"/api/sends/{code_send['id']}", headers=admin).text

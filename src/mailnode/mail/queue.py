@@ -260,7 +260,7 @@ def _send_rows(conn: Connection, *, mailbox_id: str, principal_id: str, now: dat
                cursor: str | None, relations: tuple[bool, bool, bool]) -> list[QueueRow]:
     s = send_manifests.c
     q = select(s.id, s.conversation_id, s.author_id, s.to_addresses, s.display_names, s.subject, s.sealed_at,
-               s.state, s.state_reason, s.auto_submitted, s.attachments).where(s.mailbox_id == mailbox_id)
+               s.state, s.state_reason, s.auto_submitted, s.attachments, s.mail_class).where(s.mailbox_id == mailbox_id)
     if cursor:
         q = q.where(s.id < cursor)
     found = conn.execute(q.order_by(s.id.desc()).limit(limit)).all()
@@ -269,7 +269,7 @@ def _send_rows(conn: Connection, *, mailbox_id: str, principal_id: str, now: dat
     may_propose, may_decide, may_read = relations
     granted = {r.id for r in found if send_body_grant(SendRelations(
         is_author=r.author_id == principal_id, may_propose=may_propose, may_decide=may_decide,
-        may_read_content=may_read)) is not None}
+        may_read_content=may_read, mail_class=r.mail_class)) is not None}
     purges = retention_io.purges_of(conn, granted)
     bodies = {b.source_id: b.body for b in conn.execute(
         select(search_documents.c.source_id, search_documents.c.body)

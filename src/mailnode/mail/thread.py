@@ -49,21 +49,34 @@ class BodyGrant(StrEnum):
     CONTENT_READ = "content_read"
 
 
+#: Mail classes whose body the mailbox's people read (release, approve, content read): people's
+#: correspondence. Application and node mail (``realtime``, ``deferrable``) carries sign-in and verification
+#: codes and one-time links, sent from a mailbox only as its envelope: its body is its author's alone, as
+#: search keeps it out of the index (``search.documents.BODY_INDEXED_CLASSES``; a test keeps the two equal).
+#: Any other value, known or not, is private (fails closed).
+BODY_SHARED_CLASSES = frozenset({"correspondence"})
+
+
 @dataclass(frozen=True)
 class SendRelations:
-    """The caller's standing towards one send (facts, read by ``read_thread``)."""
+    """The caller's standing towards one send (facts, read by ``read_thread``), and the send's mail class."""
 
     is_author: bool
     may_propose: bool
     may_decide: bool
     may_read_content: bool
+    mail_class: str
 
 
 def send_body_grant(rel: SendRelations) -> BodyGrant | None:
     """Whether (and why) the caller reads a send's body: author, then release-or-cancel (``send.propose``),
-    then approve (``approval.decide``), then content read; None when none holds (metadata only). Pure."""
+    then approve (``approval.decide``), then content read; None when none holds (metadata only). A send
+    whose class is not in ``BODY_SHARED_CLASSES`` (a mailed sign-in code, say) is read by its author only:
+    a colleague who reads the mailbox must not read the code that signs in as someone else. Pure."""
     if rel.is_author:
         return BodyGrant.AUTHOR
+    if rel.mail_class not in BODY_SHARED_CLASSES:
+        return None
     if rel.may_propose:
         return BodyGrant.RELEASE_OR_CANCEL
     if rel.may_decide:
@@ -122,7 +135,8 @@ def grant_for(conn: Connection, *, org_id: str, principal_id: str, row: Any) -> 
     """``send_body_grant`` for one send row as ``principal_id`` (three statements: its relations)."""
     rel = _relations(conn, org_id, principal_id, [row.mailbox_id])[row.mailbox_id]
     return send_body_grant(SendRelations(is_author=row.author_id == principal_id, may_propose=rel.propose,
-                                         may_decide=rel.decide, may_read_content=rel.content_read))
+                                         may_decide=rel.decide, may_read_content=rel.content_read,
+                                         mail_class=row.mail_class))
 
 
 def body_of(node: Node, row: Any) -> dict[str, str | None]:
@@ -187,7 +201,8 @@ def read_thread(conn: Connection, *, org_id: str, principal_id: str, conversatio
         rel = relations[r.mailbox_id]
         sends.append((r, send_body_grant(SendRelations(is_author=r.author_id == principal_id,
                                                        may_propose=rel.propose, may_decide=rel.decide,
-                                                       may_read_content=rel.content_read))))
+                                                       may_read_content=rel.content_read,
+                                                       mail_class=r.mail_class))))
     case_rows = conn.execute(select(cases).where(cases.c.conversation_id == conversation_id,
                                                  cases.c.mailbox_id.in_(sorted(visible)))
                              .order_by(cases.c.opened_at, cases.c.id)).all()
