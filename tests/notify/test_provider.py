@@ -9,7 +9,7 @@ import pytest
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.notify.classes import MailClass
+from mailnode.outbound.classes import MailClass
 from mailnode.notify.log import LogLevel
 from mailnode.notify.provider import (
     PAUSE_KIND_BY_ERROR_NAME,

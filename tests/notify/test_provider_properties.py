@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mailnode.notify.classes import MailClass
+from mailnode.outbound.classes import MailClass
 from mailnode.notify.provider import (
     TOKEN_READING_MALFORMED,
     TOKEN_READING_OUT_OF_RANGE,

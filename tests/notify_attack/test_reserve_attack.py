@@ -21,7 +21,7 @@ from mailnode import budgets
 from mailnode.directory.people import create_user
 from mailnode.directory.tokens import create_token
 from mailnode.notify import sweeper
-from mailnode.notify.classes import MailClass
+from mailnode.outbound.classes import MailClass
 from mailnode.notify.provider import (
     TOKEN_REALTIME_REFUSED_ON_RESERVE,
     ProviderStatus,

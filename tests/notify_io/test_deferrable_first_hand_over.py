@@ -1,5 +1,5 @@
 """Deferrable mail's first hand-over is the dispatch sweep's; what fails is the notify sweeper's
-(``notify.classes.DeliveredBy.FIRST_BY_DISPATCH_THEN_SWEEPER``), against the local Resend server."""
+(``outbound.classes.DeliveredBy.FIRST_BY_DISPATCH_THEN_SWEEPER``), against the local Resend server."""
 
 from __future__ import annotations
 

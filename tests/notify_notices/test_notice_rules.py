@@ -14,7 +14,7 @@ from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.governance.approvals import SubjectKind
 from mailnode.notify import notices_io
-from mailnode.notify.classes import MailClass
+from mailnode.outbound.classes import MailClass
 from mailnode.notify.notices import (
     FAILURE_ACTIONS,
     FAILURE_WORDS,

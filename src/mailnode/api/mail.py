@@ -39,7 +39,7 @@ from mailnode.api.models import Strict
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import parse_id
 from mailnode.notify import retention_io
-from mailnode.notify.classes import MailClass, parse_mail_class
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.notify.sending import send_realtime, unavailable
 from mailnode.outbound.idempotency import Replay, check_key, fingerprint_of, one_key, seal_once
 from mailnode.outbound.seal import SealRequest, seal

@@ -26,7 +26,7 @@ from enum import StrEnum
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.ids import prefix_of
-from mailnode.notify.classes import MailClass, parse_mail_class
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.states import StateReason, parse_reason
 
 

@@ -44,7 +44,7 @@ from enum import StrEnum
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import invalid
-from mailnode.notify.classes import MailClass, parse_mail_class
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.notify.log import LogEvent, LogLevel
 from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
 

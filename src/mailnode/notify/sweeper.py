@@ -38,7 +38,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from mailnode import audit, budgets
 from mailnode.node import Node
 from mailnode.notify import metrics, provider_io, retention_io
-from mailnode.notify.classes import MailClass
+from mailnode.outbound.classes import MailClass
 from mailnode.notify.notice_tables import notices
 from mailnode.notify.provider import ProviderStatus
 from mailnode.notify.sweeper_rules import (

@@ -25,7 +25,7 @@ from enum import StrEnum
 
 from mailnode import budgets
 from mailnode.clock import utc
-from mailnode.notify.classes import MailClass, parse_mail_class
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.notify.provider import (
     DEFAULT_LIMITS,
     BreakerState,

@@ -31,7 +31,7 @@ from enum import StrEnum
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError
-from mailnode.notify.classes import MailClass
+from mailnode.outbound.classes import MailClass
 from mailnode.notify.log import LogEvent
 from mailnode.notify.provider import DEFAULT_LIMITS, ProviderLimits, ProviderStatus, may_send, next_utc_midnight
 

@@ -91,7 +91,7 @@ from mailnode.governance import breakers, gatefacts
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
 from mailnode.notify import provider_io, retention_io
-from mailnode.notify.classes import MailClass, parse_mail_class
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.notify.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
 from mailnode.outbound import handover
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
@@ -501,7 +501,7 @@ def due_ids(node: Node, limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: li
     Correspondence, and deferrable mail's **first** hand-over (``attempts == 0``, younger than the give-up
     age), so a notice or an application's queued mail leaves within a dispatch interval rather than a
     sweeper interval; once an attempt has failed, deferrable mail is the notify sweeper's, under its three
-    refusals (``notify.classes.DeliveredBy``). Deferrable mail is not taken while the provider refuses its
+    refusals (``outbound.classes.DeliveredBy``). Deferrable mail is not taken while the provider refuses its
     class or while the breaker owes a probe (the sweeper probes with one send). Realtime mail goes inside
     its request. While the breaker refuses correspondence, sends waiting ``awaiting/provider_unavailable``
     are not read (``movable_now``). Rechecks come last so that one organisation's tripped breaker, however

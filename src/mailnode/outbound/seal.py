@@ -36,7 +36,7 @@ breaker readings are the ones the manifest is written under.
 unset; 0 = immediately movable). A Butler author's mail carries ``Auto-Submitted: auto-replied`` and
 waits for a person's release; the node's own notices carry ``auto-generated``.
 
-Mail classes (spec/transactional.md §1; ``notify.classes``): every manifest carries ``mail_class``,
+Mail classes (spec/transactional.md §1; ``outbound.classes``): every manifest carries ``mail_class``,
 ``correspondence`` unless the request names ``realtime`` or ``deferrable`` (an unknown name is
 ``E_MAIL_CLASS_UNKNOWN``, 422). Only correspondence meets policy, approvals and the Butler release, and
 waits out the hold window; every class meets the domain pause and the rate breakers. Correspondence also
@@ -70,7 +70,7 @@ from mailnode.mail.tables import mailbox_addresses, mailboxes
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
 from mailnode.notify import provider_io
-from mailnode.notify.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
+from mailnode.outbound.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
 from mailnode.notify.provider import ProviderStatus, may_send
 from mailnode.notify.tables import provider_status
 from mailnode.outbound import gates
@@ -121,7 +121,7 @@ class SealRequest:
             resent Butler send meets no Butler release gate: resending it is a person's release.
         envelope_only: when set, recipient rows are made only for these lower-cased addresses (a resend
             to the recipients a first attempt may not have reached); the headers stay as composed.
-        mail_class: ``correspondence`` (default), ``realtime`` or ``deferrable`` (``notify.classes``);
+        mail_class: ``correspondence`` (default), ``realtime`` or ``deferrable`` (``outbound.classes``);
             ``notice`` implies ``deferrable``.
         system: the node's own mail (``sender_address`` is the system sender): no authority check,
             ``Auto-Submitted: auto-generated``; never correspondence.
@@ -476,7 +476,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             provider_io.emit(verdict.logs)
             provider_unavailable = not verdict.allowed
         if not correspondence:
-            # Policy, approvals and the Butler release govern correspondence only (notify.classes).
+            # Policy, approvals and the Butler release govern correspondence only (outbound.classes).
             inputs["policy_outcome"] = None
             inputs["approval_satisfiable"] = True
         decision = gates.decide(gates.GateFacts(
