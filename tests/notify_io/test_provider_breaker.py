@@ -15,7 +15,7 @@ import pytest
 
 from mailnode.notify import sweeper
 from mailnode.notify.provider import PauseKind
-from mailnode.notify.sending import send_realtime
+from mailnode.outbound.realtime import send_realtime
 from mailnode.outbound.seal import SealRequest
 from tests.support.resend_emulator import Fault
 

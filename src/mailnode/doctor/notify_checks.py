@@ -23,7 +23,7 @@ from mailnode.governance import pauses
 from mailnode.node import Node
 from mailnode.notify import provider_io
 from mailnode.notify.provider import BreakerState, breaker_state, quota_alert
-from mailnode.notify.sending import system_sender
+from mailnode.outbound.realtime import system_sender
 from mailnode.notify.tables import contact_addresses
 
 

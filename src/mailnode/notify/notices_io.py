@@ -21,7 +21,7 @@ Issue 9 "Notices"; spec/transactional.md §1 and §5. One pass per organisation 
    ``retention_io.extend`` on the content rows it is about (the half-window floor is retention's).
    This step reads no provider state, so it runs while sending is paused.
 5. **Seal.** Each unsealed notice that is due is sealed as ``deferrable`` system mail
-   (``SealRequest(notice=True)``) from the configured system sender (``notify.sending.system_sender``) to
+   (``SealRequest(notice=True)``) from the configured system sender (``outbound.realtime.system_sender``) to
    the person's contact address as it is now (``contact_addresses``, verified or not; the user's own
    address when they have none). The manifest's author is the recipient user (``send_manifests.author_id``
    is NOT NULL); the seal audits the node as the actor and names the reader as ``notice_for``, and skips
@@ -74,7 +74,7 @@ from mailnode.node import Node
 from mailnode.notify import notices, retention_io
 from mailnode.notify.notice_tables import notice_trip_episodes, sweep_cursors
 from mailnode.notify.notice_tables import notices as notices_table
-from mailnode.notify.sending import system_sender
+from mailnode.outbound.realtime import system_sender
 from mailnode.notify.tables import contact_addresses
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.tables import send_manifests, send_recipient_events

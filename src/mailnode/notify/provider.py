@@ -21,7 +21,7 @@ The rules, in one place:
 - Each class has a ceiling on the day's reading: realtime stops at the reserve (seed: 90 of 100),
   correspondence between, deferrable at the limit. ``may_send`` refuses when ``reading + requests >
   ceiling``, where ``requests`` is what the caller says it will spend. Realtime mail asks for all of its
-  requests (one per recipient, ``notify.sending``; one for a code) before anything is sealed or sent.
+  requests (one per recipient, ``outbound.realtime``; one for a code) before anything is sealed or sent.
   The seal (correspondence), dispatch and the sweeper ask for one request before a send, never for the whole send (one larger than
   its ceiling would then never go), and dispatch asks again after each recipient's answer is recorded,
   stopping the send where the ceiling is (``outbound.dispatch``): every class stops at its ceiling, not

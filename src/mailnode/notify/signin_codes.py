@@ -1,7 +1,7 @@
 """One-time sign-in codes for the web inbox, mailed to a person's verified contact address (issue 16).
 
 The same rules and mail path as contact-address verification codes (``notify.verification``, pure, and
-``notify.sending.send_realtime``): the provider breaker for the realtime class, the person's daily cap
+``outbound.realtime.send_realtime``): the provider breaker for the realtime class, the person's daily cap
 (their ``web.signin_code_requested`` audit entries this UTC day against
 ``budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY``) and the cooldown are read before anything is minted or
 written; a shut breaker costs no provider request and answers the vague 503 (``VAGUE_UNAVAILABLE_MESSAGE``);
@@ -30,7 +30,7 @@ from mailnode.errors import MailnodeError
 from mailnode.node import Node
 from mailnode.notify import provider_io
 from mailnode.notify.secret import node_secret
-from mailnode.notify.sending import send_realtime, system_sender
+from mailnode.outbound.realtime import send_realtime, system_sender
 from mailnode.notify.tables import contact_addresses, signin_codes
 from mailnode.notify.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,

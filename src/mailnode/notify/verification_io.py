@@ -5,7 +5,7 @@
 minted, written or armed (a shut breaker costs zero provider requests and answers the vague 503; the cap
 answers 429 ``E_VERIFICATION_DAILY_CAP`` with ``detail.resets_at``); then
 the contact address and the record (a keyed hash of the code) are written, and the code is sent as
-realtime system mail and awaited (``notify.sending.send_realtime``). A failed send keeps the record as a
+realtime system mail and awaited (``outbound.realtime.send_realtime``). A failed send keeps the record as a
 cooldown with its code cleared (``after_send_failed``) and answers the vague 503.
 
 ``verify_code``: ``verification.verify`` decides; its record is written (or deleted on success) and the
@@ -35,7 +35,7 @@ from mailnode.errors import MailnodeError
 from mailnode.node import Node
 from mailnode.notify import provider_io
 from mailnode.notify.secret import node_secret
-from mailnode.notify.sending import send_realtime, system_sender
+from mailnode.outbound.realtime import send_realtime, system_sender
 from mailnode.notify.tables import contact_addresses, verification_records
 from mailnode.notify.verification import (
     RequestDecision,

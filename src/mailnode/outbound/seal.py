@@ -42,7 +42,7 @@ Mail classes (spec/transactional.md §1; ``outbound.classes``): every manifest c
 waits out the hold window; every class meets the domain pause and the rate breakers. Correspondence also
 reads the provider breaker here (``awaiting/provider_unavailable`` when it refuses the class, drained by
 ``movable_now`` when it reopens); realtime mail asks the breaker before it is sealed
-(``notify.sending.send_realtime``) and deferrable mail at each hand-over (the dispatch sweep's first, the
+(``outbound.realtime.send_realtime``) and deferrable mail at each hand-over (the dispatch sweep's first, the
 sweeper's retries). System mail (``system``: the node's own verification codes and notices) is sealed from
 the configured system sender without an authority check, carries ``Auto-Submitted: auto-generated``, and is
 never correspondence.
