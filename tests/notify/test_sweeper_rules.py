@@ -9,7 +9,7 @@ import pytest
 
 from mailnode import budgets
 from mailnode.notify.provider import BreakerState, PauseKind, ProviderStatus, may_send
-from mailnode.notify.sweeper_rules import (
+from mailnode.outbound.sweeper_rules import (
     DEFAULT_RULES,
     NOTIFY_AUTHOR,
     SEND_MODE_OF_BREAKER,

@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from mailnode import budgets
 from mailnode.directory.people import create_user
 from mailnode.directory.tokens import create_token
-from mailnode.notify import sweeper
+from mailnode.outbound import sweeper
 from mailnode.outbound.classes import MailClass
 from mailnode.notify.provider import (
     TOKEN_REALTIME_REFUSED_ON_RESERVE,

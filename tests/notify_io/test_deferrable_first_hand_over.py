@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.notify import sweeper
+from mailnode.outbound import sweeper
 from mailnode.outbound import dispatch
 from tests.support.resend_emulator import Fault
 

@@ -13,7 +13,8 @@ from sqlalchemy import select, update
 
 from mailnode import budgets
 from mailnode.ids import new_id
-from mailnode.notify import provider_io, retention_io, sweeper
+from mailnode.notify import provider_io, retention_io
+from mailnode.outbound import sweeper
 from mailnode.notify.notice_tables import notices, retained_content
 from mailnode.notify.provider import PauseKind, ProviderStatus
 from mailnode.outbound.tables import send_manifests, send_recipients

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mailnode.notify import sweeper
+from mailnode.outbound import sweeper
 from mailnode.notify.provider import PauseKind
 from mailnode.outbound.realtime import send_realtime
 from mailnode.outbound.seal import SealRequest

@@ -35,7 +35,7 @@ from mailnode.governance import breakers
 from mailnode.node import Node
 from mailnode.notify import provider_io
 from mailnode.notify.provider import BreakerState, ProviderStatus, breaker_state, quota_percent, reading_today
-from mailnode.notify.sweeper_rules import SendMode, SweepVerdict
+from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
 from mailnode.outbound.tables import send_manifests
 
 #: Process-wide counters (they survive between scrapes).

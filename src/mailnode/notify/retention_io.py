@@ -33,7 +33,7 @@ this module reads its facts, calls it, and writes what it returns.
   stored value above the maximum and is logged at error as ``retention.setting_clamped`` (a stored
   2**63-1 once made every pass raise ``OverflowError``).
 - ``run_pass(node, now)``: every organisation, enrol then sweep. It reads no provider state, so the
-  notify sweeper runs it as its pre-send pass (``notify.sweeper.PRE_SEND_PASSES``), before its
+  notify sweeper runs it as its pre-send pass (``outbound.sweeper.PRE_SEND_PASSES``), before its
   provider-breaker check, and it works while sending is paused. That is the only place the node runs it:
   it has no schedule of its own (``server.schedules`` registers none), so it runs every
   ``sweeper_interval_seconds``.

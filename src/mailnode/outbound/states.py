@@ -84,7 +84,7 @@ STATE_OF_REASON: dict[StateReason, SendState] = {
     StateReason.POLICY_STRICTER: SendState.WITHHELD,
     StateReason.APPROVAL_EXPIRED: SendState.WITHHELD,
     StateReason.EVIDENCE_CHANGED: SendState.WITHHELD,
-    # The sweeper's writes (notify.sweeper_rules.SweeperReason; spec/transactional.md §3).
+    # The sweeper's writes (outbound.sweeper_rules.SweeperReason; spec/transactional.md §3).
     StateReason.GAVE_UP: SendState.WITHHELD,
     StateReason.DEDUP_WINDOW_CLOSED: SendState.OUTCOME_UNKNOWN,
     StateReason.REALTIME_NOT_RETRIED: SendState.WITHHELD,

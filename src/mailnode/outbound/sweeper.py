@@ -41,7 +41,7 @@ from mailnode.notify import metrics, provider_io, retention_io
 from mailnode.outbound.classes import MailClass
 from mailnode.notify.notice_tables import notices
 from mailnode.notify.provider import ProviderStatus
-from mailnode.notify.sweeper_rules import (
+from mailnode.outbound.sweeper_rules import (
     PassPlan,
     RowDecision,
     SendMode,

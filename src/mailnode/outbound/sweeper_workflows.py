@@ -12,7 +12,7 @@ from datetime import datetime
 from dbos import DBOS
 
 from mailnode import runtime
-from mailnode.notify import sweeper
+from mailnode.outbound import sweeper
 
 
 def sweep_pass_once() -> int:
