@@ -10,8 +10,8 @@ import pytest
 from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.outbound.classes import MailClass
-from mailnode.notify.log import LogLevel
-from mailnode.notify.provider import (
+from mailnode.log_events import LogLevel
+from mailnode.governance.provider import (
     PAUSE_KIND_BY_ERROR_NAME,
     TOKEN_PAUSED,
     TOKEN_READING_MALFORMED,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mailnode.outbound.classes import MailClass
-from mailnode.notify.provider import (
+from mailnode.governance.provider import (
     TOKEN_READING_MALFORMED,
     TOKEN_READING_OUT_OF_RANGE,
     ProviderLimits,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.notify.provider import BreakerState, PauseKind, ProviderStatus, may_send
+from mailnode.governance.provider import BreakerState, PauseKind, ProviderStatus, may_send
 from mailnode.outbound.sweeper_rules import (
     DEFAULT_RULES,
     NOTIFY_AUTHOR,

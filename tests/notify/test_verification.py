@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.notify.provider import TOKEN_REALTIME_REFUSED_ON_RESERVE, PauseKind, ProviderStatus
+from mailnode.governance.provider import TOKEN_REALTIME_REFUSED_ON_RESERVE, PauseKind, ProviderStatus
 from mailnode.notify.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,
     RequestOutcome,

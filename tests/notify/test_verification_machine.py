@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from mailnode import budgets
-from mailnode.notify.provider import PauseKind, ProviderStatus
+from mailnode.governance.provider import PauseKind, ProviderStatus
 from mailnode.notify.verification import (
     RequestOutcome,
     VerificationRecord,

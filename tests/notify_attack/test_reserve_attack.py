@@ -22,7 +22,7 @@ from mailnode.directory.people import create_user
 from mailnode.directory.tokens import create_token
 from mailnode.outbound import sweeper
 from mailnode.outbound.classes import MailClass
-from mailnode.notify.provider import (
+from mailnode.governance.provider import (
     TOKEN_REALTIME_REFUSED_ON_RESERVE,
     ProviderStatus,
     Refusal,

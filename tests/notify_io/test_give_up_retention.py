@@ -13,10 +13,11 @@ from sqlalchemy import select, update
 
 from mailnode import budgets
 from mailnode.ids import new_id
-from mailnode.notify import provider_io, retention_io
+from mailnode.notify import retention_io
+from mailnode.governance import provider_io
 from mailnode.outbound import sweeper
 from mailnode.notify.notice_tables import notices, retained_content
-from mailnode.notify.provider import PauseKind, ProviderStatus
+from mailnode.governance.provider import PauseKind, ProviderStatus
 from mailnode.outbound.tables import send_manifests, send_recipients
 
 from .conftest import T0, Org

@@ -11,6 +11,7 @@ from mailnode.butler import run_tables as _butler_runs  # noqa: F401
 from mailnode.butler import tables as _butlers  # noqa: F401
 from mailnode.db.meta import metadata
 from mailnode.directory import tables as _directory  # noqa: F401
+from mailnode.governance import provider_tables as _provider  # noqa: F401
 from mailnode.governance import supervised_tables as _supervised  # noqa: F401
 from mailnode.governance import tables as _governance  # noqa: F401
 from mailnode.ingress import tables as _ingress  # noqa: F401

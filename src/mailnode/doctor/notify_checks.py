@@ -21,8 +21,8 @@ from mailnode.doctor.findings import Concern, Finding, Item, Severity, not_obser
 from mailnode.errors import MailnodeError
 from mailnode.governance import pauses
 from mailnode.node import Node
-from mailnode.notify import provider_io
-from mailnode.notify.provider import BreakerState, breaker_state, quota_alert
+from mailnode.governance import provider_io
+from mailnode.governance.provider import BreakerState, breaker_state, quota_alert
 from mailnode.outbound.realtime import system_sender
 from mailnode.notify.tables import contact_addresses
 

@@ -33,8 +33,8 @@ from mailnode.butler.run_tables import butler_runs
 from mailnode.directory.tables import organisations
 from mailnode.governance import breakers
 from mailnode.node import Node
-from mailnode.notify import provider_io
-from mailnode.notify.provider import BreakerState, ProviderStatus, breaker_state, quota_percent, reading_today
+from mailnode.governance import provider_io
+from mailnode.governance.provider import BreakerState, ProviderStatus, breaker_state, quota_percent, reading_today
 from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
 from mailnode.outbound.tables import send_manifests
 

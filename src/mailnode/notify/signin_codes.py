@@ -28,7 +28,7 @@ from mailnode import audit, budgets
 from mailnode.audit import audit_entries
 from mailnode.errors import MailnodeError
 from mailnode.node import Node
-from mailnode.notify import provider_io
+from mailnode.governance import provider_io
 from mailnode.notify.secret import node_secret
 from mailnode.outbound.realtime import send_realtime, system_sender
 from mailnode.notify.tables import contact_addresses, signin_codes

@@ -32,8 +32,8 @@ from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError
 from mailnode.outbound.classes import MailClass
-from mailnode.notify.log import LogEvent
-from mailnode.notify.provider import DEFAULT_LIMITS, ProviderLimits, ProviderStatus, may_send, next_utc_midnight
+from mailnode.log_events import LogEvent
+from mailnode.governance.provider import DEFAULT_LIMITS, ProviderLimits, ProviderStatus, may_send, next_utc_midnight
 
 #: What a person reads when a code cannot be sent: the same words for a quota, a revoked key and an
 #: unverified domain, because none of it is theirs to act on (seed 002; spec/transactional.md §4).

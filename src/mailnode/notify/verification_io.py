@@ -33,7 +33,7 @@ from mailnode.directory.people import require_person
 from mailnode.directory.tables import users
 from mailnode.errors import MailnodeError
 from mailnode.node import Node
-from mailnode.notify import provider_io
+from mailnode.governance import provider_io
 from mailnode.notify.secret import node_secret
 from mailnode.outbound.realtime import send_realtime, system_sender
 from mailnode.notify.tables import contact_addresses, verification_records

@@ -53,7 +53,7 @@ left untouched, no attempt spent (the sweeper and the realtime request decide wh
 and approvals are correspondence's gates: for other classes only the domain pause, the author's
 authority and the evidence check withhold, the rate breakers gate every class, and system mail (``Auto-Submitted: auto-generated``, not
 correspondence) skips the authority check. Every transport answer is folded into the transport's
-``provider_status`` row (``notify.provider_io.record``) in the transaction that records it, and a send
+``provider_status`` row (``governance.provider_io.record``) in the transaction that records it, and a send
 stops submitting further recipients once an answer shut the breaker. The claim asks the breaker for one
 request, never for the whole send (a send larger than its class's ceiling would otherwise never go);
 instead, before each recipient's request, ``provider_io.reserve`` asks ``may_send`` on the locked row with
@@ -90,9 +90,10 @@ from mailnode.errors import MailnodeError
 from mailnode.governance import breakers, gatefacts
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
-from mailnode.notify import provider_io, retention_io
+from mailnode.notify import retention_io
+from mailnode.governance import provider_io
 from mailnode.outbound.classes import MailClass, parse_mail_class
-from mailnode.notify.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
+from mailnode.governance.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
 from mailnode.outbound import handover
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.render import OutboundAttachment, attachments_of

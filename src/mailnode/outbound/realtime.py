@@ -24,7 +24,7 @@ from mailnode.config import Settings
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 from mailnode.node import Node
-from mailnode.notify import provider_io
+from mailnode.governance import provider_io
 from mailnode.outbound.classes import MailClass
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, Sealed, seal, validate_recipients

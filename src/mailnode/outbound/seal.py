@@ -69,10 +69,10 @@ from mailnode.mail.message_tables import messages
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
-from mailnode.notify import provider_io
+from mailnode.governance import provider_io
 from mailnode.outbound.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
-from mailnode.notify.provider import ProviderStatus, may_send
-from mailnode.notify.tables import provider_status
+from mailnode.governance.provider import ProviderStatus, may_send
+from mailnode.governance.provider_tables import provider_status
 from mailnode.outbound import gates
 from mailnode.outbound.addresses import (
     NormalisedAddress,

@@ -37,10 +37,11 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode import audit, budgets
 from mailnode.node import Node
-from mailnode.notify import metrics, provider_io, retention_io
+from mailnode.notify import metrics, retention_io
+from mailnode.governance import provider_io
 from mailnode.outbound.classes import MailClass
 from mailnode.notify.notice_tables import notices
-from mailnode.notify.provider import ProviderStatus
+from mailnode.governance.provider import ProviderStatus
 from mailnode.outbound.sweeper_rules import (
     PassPlan,
     RowDecision,

@@ -26,7 +26,7 @@ from enum import StrEnum
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.outbound.classes import MailClass, parse_mail_class
-from mailnode.notify.provider import (
+from mailnode.governance.provider import (
     DEFAULT_LIMITS,
     BreakerState,
     ProviderLimits,

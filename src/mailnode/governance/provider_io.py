@@ -1,6 +1,6 @@
 """The provider breaker's I/O: read a transport's ``provider_status`` row, fold an outcome in, write it, log.
 
-The decisions are ``notify.provider`` (pure). This module reads the row into ``ProviderStatus``, calls
+The decisions are ``governance.provider`` (pure). This module reads the row into ``ProviderStatus``, calls
 ``record_outcome`` after every hand-over (every class, every call site: dispatch, the sweeper, realtime
 mail) and ``may_send`` before one, writes the result, and logs each returned ``LogEvent`` at its level with
 its token first, so an alert rule can match it (spec/transactional.md §2). One row per configured
@@ -32,8 +32,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ulid import ULID
 
 from mailnode.config import Settings
-from mailnode.notify.log import LogEvent, LogLevel
-from mailnode.notify.provider import (
+from mailnode.log_events import LogEvent, LogLevel
+from mailnode.governance.provider import (
     Decision,
     PauseKind,
     ProviderLimits,
@@ -44,7 +44,7 @@ from mailnode.notify.provider import (
     reading_today,
     record_outcome,
 )
-from mailnode.notify.tables import provider_requests, provider_status
+from mailnode.governance.provider_tables import provider_requests, provider_status
 from mailnode.outbound.transports.base import SubmitOutcome
 
 log = logging.getLogger("mailnode.provider")
