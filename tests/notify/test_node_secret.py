@@ -9,7 +9,7 @@ import pytest
 
 from mailnode.config import Settings
 from mailnode.errors import MailnodeError
-from mailnode.notify.secret import SECRET_FILE, node_secret
+from mailnode.directory.secret import SECRET_FILE, node_secret
 
 
 def _race(settings: Settings, threads: int) -> list[bytes]:

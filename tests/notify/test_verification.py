@@ -9,7 +9,7 @@ import pytest
 
 from mailnode import budgets
 from mailnode.governance.provider import TOKEN_REALTIME_REFUSED_ON_RESERVE, PauseKind, ProviderStatus
-from mailnode.notify.verification import (
+from mailnode.directory.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,
     RequestOutcome,
     VerificationRecord,

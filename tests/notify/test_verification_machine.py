@@ -10,7 +10,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from mailnode import budgets
 from mailnode.governance.provider import PauseKind, ProviderStatus
-from mailnode.notify.verification import (
+from mailnode.directory.verification import (
     RequestOutcome,
     VerificationRecord,
     VerifyOutcome,

@@ -28,7 +28,7 @@ from mailnode.governance.provider import (
     Refusal,
     may_send,
 )
-from mailnode.notify.verification import (
+from mailnode.directory.verification import (
     RequestOutcome,
     VerificationRules,
     daily_cap_reached,

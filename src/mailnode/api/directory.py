@@ -10,7 +10,7 @@ from mailnode import authz
 from mailnode.api.deps import CallerDep, GrantPageDep, NodeDep, TeamPageDep, UserPageDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.directory import domains, people, tokens
-from mailnode.notify import verification_io
+from mailnode.directory import verification_io
 
 router = APIRouter(prefix="/api", tags=["directory"])
 

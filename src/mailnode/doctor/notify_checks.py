@@ -24,7 +24,7 @@ from mailnode.node import Node
 from mailnode.governance import provider_io
 from mailnode.governance.provider import BreakerState, breaker_state, quota_alert
 from mailnode.outbound.realtime import system_sender
-from mailnode.notify.tables import contact_addresses
+from mailnode.directory.contact_tables import contact_addresses
 
 
 def unverified_contact_addresses(node: Node, org_id: str | None) -> Finding:

@@ -1,4 +1,4 @@
-"""Tables of the provider-availability breaker (moved from notify/tables.py, issue 18).
+"""Tables of the provider-availability breaker (issue 18 moved them here out of the transactional-mail tables).
 
 ``provider_status``: one row per configured transport (spec/transactional.md §2), the stored form of
 ``governance.provider.ProviderStatus``; written after every hand-over through ``provider.record_outcome``.

@@ -29,7 +29,7 @@ def app_create(
     """Create an application and print its token once (grant it send.propose with mailnode access grant)."""
     from mailnode.cli import _fail, _org_node
     from mailnode.errors import MailnodeError
-    from mailnode.notify.apps import create_application
+    from mailnode.directory.applications import create_application
 
     try:
         with _org_node(data_dir) as (node, org_id), node.begin() as conn:
@@ -49,7 +49,7 @@ def app_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List the applications with their token ids (a token itself is never shown again)."""
     from mailnode.cli import _fail, _org_node
     from mailnode.errors import MailnodeError
-    from mailnode.notify.apps import list_applications
+    from mailnode.directory.applications import list_applications
 
     try:
         with _org_node(data_dir) as (node, org_id), node.read() as conn:
@@ -75,7 +75,7 @@ def app_token(
     DELETE /api/tokens/{id})."""
     from mailnode.cli import _fail, _org_node
     from mailnode.errors import MailnodeError
-    from mailnode.notify.apps import mint_application_token
+    from mailnode.directory.applications import mint_application_token
 
     try:
         with _org_node(data_dir) as (node, org_id), node.begin() as conn:

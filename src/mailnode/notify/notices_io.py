@@ -75,7 +75,7 @@ from mailnode.notify import notices, retention_io
 from mailnode.notify.notice_tables import notice_trip_episodes, sweep_cursors
 from mailnode.notify.notice_tables import notices as notices_table
 from mailnode.outbound.realtime import system_sender
-from mailnode.notify.tables import contact_addresses
+from mailnode.directory.contact_tables import contact_addresses
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.tables import send_manifests, send_recipient_events
 

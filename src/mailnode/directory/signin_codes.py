@@ -1,6 +1,6 @@
 """One-time sign-in codes for the web inbox, mailed to a person's verified contact address (issue 16).
 
-The same rules and mail path as contact-address verification codes (``notify.verification``, pure, and
+The same rules and mail path as contact-address verification codes (``directory.verification``, pure, and
 ``outbound.realtime.send_realtime``): the provider breaker for the realtime class, the person's daily cap
 (their ``web.signin_code_requested`` audit entries this UTC day against
 ``budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY``) and the cooldown are read before anything is minted or
@@ -29,10 +29,10 @@ from mailnode.audit import audit_entries
 from mailnode.errors import MailnodeError
 from mailnode.node import Node
 from mailnode.governance import provider_io
-from mailnode.notify.secret import node_secret
+from mailnode.directory.secret import node_secret
 from mailnode.outbound.realtime import send_realtime, system_sender
-from mailnode.notify.tables import contact_addresses, signin_codes
-from mailnode.notify.verification import (
+from mailnode.directory.contact_tables import contact_addresses, signin_codes
+from mailnode.directory.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,
     RequestOutcome,
     VerificationRecord,
@@ -44,7 +44,7 @@ from mailnode.notify.verification import (
     utc_day_bounds,
     verify,
 )
-from mailnode.notify.verification_io import lock_person
+from mailnode.directory.verification_io import lock_person
 from mailnode.outbound.seal import SealRequest
 
 #: The audit action a code request writes (before the send); the daily cap counts it.

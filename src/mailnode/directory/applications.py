@@ -21,7 +21,7 @@ from mailnode.directory.tables import api_tokens
 from mailnode.directory.tokens import create_token
 from mailnode.errors import conflict, invalid, limit_exceeded, not_an_administrator, not_found
 from mailnode.ids import new_id
-from mailnode.notify.tables import applications
+from mailnode.directory.contact_tables import applications
 
 #: Line and paragraph separators (U+2028, U+2029): not control characters, but they end a line in a
 #: listing or a log as surely as LF does.

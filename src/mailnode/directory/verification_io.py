@@ -1,4 +1,4 @@
-"""Verification codes for a person's contact address: the I/O around ``notify.verification`` (spec §4).
+"""Verification codes for a person's contact address: the I/O around ``directory.verification`` (spec §4).
 
 ``request_code``: the provider breaker (realtime class), the person's daily cap (``codes_today``: their
 ``contact_email.code_requested`` audit entries this UTC day) and the cooldown are read before anything is
@@ -34,10 +34,10 @@ from mailnode.directory.tables import users
 from mailnode.errors import MailnodeError
 from mailnode.node import Node
 from mailnode.governance import provider_io
-from mailnode.notify.secret import node_secret
+from mailnode.directory.secret import node_secret
 from mailnode.outbound.realtime import send_realtime, system_sender
-from mailnode.notify.tables import contact_addresses, verification_records
-from mailnode.notify.verification import (
+from mailnode.directory.contact_tables import contact_addresses, verification_records
+from mailnode.directory.verification import (
     RequestDecision,
     RequestOutcome,
     VerificationRecord,
