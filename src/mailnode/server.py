@@ -20,7 +20,7 @@ from mailnode.config import Settings
 from mailnode.ingress import workflows
 from mailnode.ingress.smtp import start_listener
 from mailnode.node import Node
-from mailnode.notify import notice_workflows
+from mailnode.notices import workflows as notice_workflows
 from mailnode.outbound import sweeper_workflows
 from mailnode.outbound import workflows as outbound_workflows
 from mailnode.schedules import interval_cron

@@ -19,8 +19,10 @@ from sqlalchemy import func, select
 
 from mailnode import audit
 from mailnode.ids import new_id
-from mailnode.notify import notices, notices_io, retention_io
-from mailnode.notify.notices import (
+from mailnode.notify import retention_io
+from mailnode.notices import rules as notices
+from mailnode.notices import io as notices_io
+from mailnode.notices.rules import (
     FAILURE_WORDS,
     NODE_KEY_PREFIX,
     WITHHELD_WORDS,

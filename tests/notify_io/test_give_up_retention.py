@@ -16,7 +16,7 @@ from mailnode.ids import new_id
 from mailnode.notify import retention_io
 from mailnode.governance import provider_io
 from mailnode.outbound import sweeper
-from mailnode.notify.notice_tables import notices, retained_content
+from mailnode.notices.tables import notices, retained_content
 from mailnode.governance.provider import PauseKind, ProviderStatus
 from mailnode.outbound.tables import send_manifests, send_recipients
 

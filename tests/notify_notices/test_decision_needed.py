@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from mailnode.audit import audit_entries
 from mailnode.errors import MailnodeError
-from mailnode.notify import notices_io
+from mailnode.notices import io as notices_io
 from mailnode.outbound import sweeper
 from mailnode.outbound.realtime import send_realtime
 from mailnode.outbound import dispatch

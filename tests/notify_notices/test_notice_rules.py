@@ -13,9 +13,9 @@ from croniter import croniter
 from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.governance.approvals import SubjectKind
-from mailnode.notify import notices_io
+from mailnode.notices import io as notices_io
 from mailnode.outbound.classes import MailClass
-from mailnode.notify.notices import (
+from mailnode.notices.rules import (
     FAILURE_ACTIONS,
     FAILURE_WORDS,
     FailureFacts,

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Connection, select, update
 
 from mailnode.notify import retention_io
-from mailnode.notify.notice_tables import retained_content
+from mailnode.notices.tables import retained_content
 from mailnode.outbound.tables import send_manifests, send_recipients
 from tests.notify_retention.conftest import Retained
 

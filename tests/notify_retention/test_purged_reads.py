@@ -13,7 +13,7 @@ from mailnode.errors import MailnodeError
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
 from mailnode.notify import retention, retention_io
-from mailnode.notify.notice_tables import retained_content
+from mailnode.notices.tables import retained_content
 from mailnode.outbound.tables import send_recipients
 from tests.notify_retention.conftest import Retained
 

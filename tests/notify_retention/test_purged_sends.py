@@ -17,8 +17,9 @@ from sqlalchemy import select, update
 
 from mailnode.governance.tables import approvals
 from mailnode.ids import new_id
-from mailnode.notify import notices_io, retention, retention_io
-from mailnode.notify.notice_tables import retained_content
+from mailnode.notify import retention, retention_io
+from mailnode.notices import io as notices_io
+from mailnode.notices.tables import retained_content
 from mailnode.outbound import dispatch
 from mailnode.outbound.reads import NEXT_STEP
 from mailnode.clock import utc

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from mailnode.notify import retention_io
-from mailnode.notify.notice_tables import retained_content
+from mailnode.notices.tables import retained_content
 from mailnode.outbound.tables import send_manifests
 from tests.notify_retention.conftest import Retained
 

@@ -14,7 +14,7 @@ from sqlalchemy import update
 from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.notify import retention, retention_io
-from mailnode.notify.notice_tables import retention_settings
+from mailnode.notices.tables import retention_settings
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400

@@ -69,7 +69,7 @@ from mailnode.ingress.tables import ingress_receipts
 from mailnode.mail.message_tables import message_attachments, messages
 from mailnode.node import Node
 from mailnode.notify import retention
-from mailnode.notify.notice_tables import holds, retained_content, retention_settings, sweep_cursors
+from mailnode.notices.tables import holds, retained_content, retention_settings, sweep_cursors
 from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason
 from mailnode.outbound.tables import send_manifests, send_recipients
 from mailnode.search import index as search_index

@@ -31,7 +31,7 @@ from mailnode.audit import audit_entries
 from mailnode.db import integrity
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.node import Node
-from mailnode.notify.notices import NODE_KEY_PREFIX
+from mailnode.notices.rules import NODE_KEY_PREFIX
 from mailnode.outbound.seal import SealRequest, validate_recipients
 from mailnode.outbound.tables import send_manifests
 

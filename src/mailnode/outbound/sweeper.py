@@ -40,7 +40,7 @@ from mailnode.node import Node
 from mailnode.notify import metrics, retention_io
 from mailnode.governance import provider_io
 from mailnode.outbound.classes import MailClass
-from mailnode.notify.notice_tables import notices
+from mailnode.notices.tables import notices
 from mailnode.governance.provider import ProviderStatus
 from mailnode.outbound.sweeper_rules import (
     PassPlan,

@@ -1,4 +1,4 @@
-"""The notice sweep as a DBOS scheduled workflow (``server.apply_schedules``; ``notify.notices_io``).
+"""The notice sweep as a DBOS scheduled workflow (``server.apply_schedules``; ``notices.io``).
 
 The schedule fires every ``settings.notice_sweep_interval_seconds`` (``schedules.interval_cron``, default
 ``budgets.NOTICE_SWEEP_INTERVAL_SECONDS``). Its body is one recorded step, so a resumed workflow does not
@@ -13,7 +13,7 @@ from datetime import datetime
 from dbos import DBOS
 
 from mailnode import runtime
-from mailnode.notify import notices_io
+from mailnode.notices import io as notices_io
 
 
 def notice_sweep_once() -> int:

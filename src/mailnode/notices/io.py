@@ -1,4 +1,4 @@
-"""The notice sweep: read what happened since its cursors, decide with ``notify.notices``, write and seal.
+"""The notice sweep: read what happened since its cursors, decide with ``notices.rules``, write and seal.
 
 Issue 9 "Notices"; spec/transactional.md §1 and §5. One pass per organisation (``sweep_org``):
 
@@ -71,9 +71,10 @@ from mailnode.governance.tables import approval_stages
 from mailnode.governance.tables import approvals as approvals_table
 from mailnode.ids import new_id, prefix_of
 from mailnode.node import Node
-from mailnode.notify import notices, retention_io
-from mailnode.notify.notice_tables import notice_trip_episodes, sweep_cursors
-from mailnode.notify.notice_tables import notices as notices_table
+from mailnode.notify import retention_io
+from mailnode.notices import rules as notices
+from mailnode.notices.tables import notice_trip_episodes, sweep_cursors
+from mailnode.notices.tables import notices as notices_table
 from mailnode.outbound.realtime import system_sender
 from mailnode.directory.contact_tables import contact_addresses
 from mailnode.outbound.seal import SealRequest, seal
