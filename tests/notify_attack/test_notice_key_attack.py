@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 
 from mailnode import audit
 from mailnode.ids import new_id
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from mailnode.notices import rules as notices
 from mailnode.notices import io as notices_io
 from mailnode.notices.rules import (

@@ -13,10 +13,10 @@ from sqlalchemy import select, update
 
 from mailnode import budgets
 from mailnode.ids import new_id
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from mailnode.governance import provider_io
 from mailnode.outbound import sweeper
-from mailnode.notices.tables import notices, retained_content
+from mailnode.retention.tables import notices, retained_content
 from mailnode.governance.provider import PauseKind, ProviderStatus
 from mailnode.outbound.tables import send_manifests, send_recipients
 

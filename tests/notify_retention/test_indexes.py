@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Select, select
 
 from mailnode.node import Node
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from mailnode.outbound import sweeper
 from mailnode.outbound.tables import send_manifests
 

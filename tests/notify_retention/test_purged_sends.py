@@ -17,9 +17,10 @@ from sqlalchemy import select, update
 
 from mailnode.governance.tables import approvals
 from mailnode.ids import new_id
-from mailnode.notify import retention, retention_io
+from mailnode.retention import rules as retention
+from mailnode.retention import io as retention_io
 from mailnode.notices import io as notices_io
-from mailnode.notices.tables import retained_content
+from mailnode.retention.tables import retained_content
 from mailnode.outbound import dispatch
 from mailnode.outbound.reads import NEXT_STEP
 from mailnode.clock import utc

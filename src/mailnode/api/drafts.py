@@ -9,7 +9,7 @@ from pydantic import Field
 
 from mailnode.api.deps import CallerDep, DraftPageDep, NodeDep, paged
 from mailnode.api.models import Strict
-from mailnode.notify import holds
+from mailnode.retention import holds
 from mailnode.outbound import drafts
 
 router = APIRouter(prefix="/api/drafts", tags=["drafts"])

@@ -38,7 +38,7 @@ from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import parse_id
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.realtime import send_realtime, unavailable
 from mailnode.outbound.idempotency import Replay, check_key, fingerprint_of, one_key, seal_once

@@ -18,7 +18,7 @@ from mailnode.ingress import tables as _ingress  # noqa: F401
 from mailnode.mail import message_tables as _messages  # noqa: F401
 from mailnode.mail import tables as _mail  # noqa: F401
 from mailnode.directory import contact_tables as _notify_transactional  # noqa: F401
-from mailnode.notices import tables as _notify  # noqa: F401
+from mailnode.retention import tables as _notify  # noqa: F401
 from mailnode.outbound import tables as _outbound  # noqa: F401
 from mailnode.search import tables as _search  # noqa: F401
 

@@ -50,7 +50,7 @@ from mailnode.mail.queue_rules import (
 )
 from mailnode.mail.tables import mailboxes
 from mailnode.mail.thread import SendRelations, send_body_grant
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from mailnode.outbound.states import words_for
 from mailnode.outbound.tables import send_manifests
 from mailnode.search import run as search_run

@@ -16,7 +16,7 @@
    now + ``gatefacts.recheck_after_seconds`` of the reading, every time it finds the send gated, and
    ``send.rate_limited`` on the transition only, however many sweeps find it still tripped);
    then the sealed bytes are still in the evidence store unaltered (else ``withheld/evidence_changed``;
-   ``withheld/retention_deleted`` when retention deleted them, ``notify.retention_io.content_refusal``).
+   ``withheld/retention_deleted`` when retention deleted them, ``retention.io.content_refusal``).
    Refusals come before the rate gate: a refusal says never and a gate says wait, so gating a send that
    will be refused anyway only delays the reason a person must act on (the reference asked the rates
    first; mailnode keeps governance's order, spec/outbound.md §1.7 notwithstanding). A send gated here
@@ -90,7 +90,7 @@ from mailnode.errors import MailnodeError
 from mailnode.governance import breakers, gatefacts
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from mailnode.governance import provider_io
 from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.governance.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send

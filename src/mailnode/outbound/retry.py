@@ -38,7 +38,7 @@ from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import approvals
 from mailnode.ids import parse_id, prefix_of
 from mailnode.node import Node
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from mailnode.outbound.render import attachments_of, written_address
 from mailnode.outbound.seal import Sealed, SealRequest, seal
 from mailnode.outbound.states import STOPPABLE, SendState, StateReason, parse_state, retry_offer

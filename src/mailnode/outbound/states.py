@@ -88,7 +88,7 @@ STATE_OF_REASON: dict[StateReason, SendState] = {
     StateReason.GAVE_UP: SendState.WITHHELD,
     StateReason.DEDUP_WINDOW_CLOSED: SendState.OUTCOME_UNKNOWN,
     StateReason.REALTIME_NOT_RETRIED: SendState.WITHHELD,
-    # The retention sweep's write when it deletes a pending send's sealed body (notify.retention_io;
+    # The retention sweep's write when it deletes a pending send's sealed body (retention.io;
     # spec/transactional.md §5): nothing is left to hand over.
     StateReason.RETENTION_DELETED: SendState.WITHHELD,
     StateReason.NOT_CLASSIFIED: SendState.WITHHELD,

@@ -3,7 +3,7 @@
 A pass, in order (``sweeper_rules.pass_plan`` first):
 
 1. the passes registered in ``PRE_SEND_PASSES`` (retention writes: they cost no quota and matter most
-   during an outage, so they run before any breaker check). ``notify.retention_io.run_pass(node, now)`` is
+   during an outage, so they run before any breaker check). ``retention.io.run_pass(node, now)`` is
    registered at import; a deferrable send that gives up extends retention of what it is about
    (``retention_io.extend_at_give_up``, in the give-up's transaction);
 2. stranded claims: every send (any class) whose claim's lease expired — its worker died mid-send;
@@ -37,10 +37,11 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode import audit, budgets
 from mailnode.node import Node
-from mailnode.notify import metrics, retention_io
+from mailnode.notify import metrics
+from mailnode.retention import io as retention_io
 from mailnode.governance import provider_io
 from mailnode.outbound.classes import MailClass
-from mailnode.notices.tables import notices
+from mailnode.retention.tables import notices
 from mailnode.governance.provider import ProviderStatus
 from mailnode.outbound.sweeper_rules import (
     PassPlan,
@@ -81,7 +82,7 @@ def register_pre_send_pass(fn: PrePass) -> None:
         PRE_SEND_PASSES.append(fn)
 
 
-# Retention's pass runs first on every sweep (``notify.retention_io.run_pass``).
+# Retention's pass runs first on every sweep (``retention.io.run_pass``).
 register_pre_send_pass(retention_io.run_pass)
 
 

@@ -1,6 +1,6 @@
 """Retention I/O: organisation settings, the ledger of content, the deletion sweep and ``retain_until``.
 
-spec/transactional.md §5; issue 9 part B. The decision is ``notify.retention.decide`` and nothing else;
+spec/transactional.md §5; issue 9 part B. The decision is ``retention.rules.decide`` and nothing else;
 this module reads its facts, calls it, and writes what it returns.
 
 - The ledger (``retained_content``) has one row per message (``inbound_raw``: its raw bytes) and per send
@@ -10,7 +10,7 @@ this module reads its facts, calls it, and writes what it returns.
   message or send row and the audit trail stay. The content tables' own digest columns are not cleared
   (they are NOT NULL and belong to ingress and outbound); a digest whose ledger row is purged names
   nothing any more.
-- What a purge deletes besides the blob is decided in ``notify.retention`` (its docstring): a message's
+- What a purge deletes besides the blob is decided in ``retention.rules`` (its docstring): a message's
   derived content (``retention.MESSAGE_CLEARED``: headers, text body, parse diagnostics; and its
   ``message_attachments`` rows) is cleared, its search document (``search.index.forget``) deleted, and a
   send that provably has not left (``retention.purge_ends_send``: ``held``, ``awaiting``, ``throttled``)
@@ -68,8 +68,8 @@ from mailnode.governance import approvals
 from mailnode.ingress.tables import ingress_receipts
 from mailnode.mail.message_tables import message_attachments, messages
 from mailnode.node import Node
-from mailnode.notify import retention
-from mailnode.notices.tables import holds, retained_content, retention_settings, sweep_cursors
+from mailnode.retention import rules as retention
+from mailnode.retention.tables import holds, retained_content, retention_settings, sweep_cursors
 from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason
 from mailnode.outbound.tables import send_manifests, send_recipients
 from mailnode.search import index as search_index
@@ -81,7 +81,7 @@ PENDING_SEND_STATES: frozenset[str] = retention.PENDING_SEND_STATES
 #: (``retention.NOT_YET_LEFT``). An ``outcome_unknown`` row may have left and says so still.
 DELETE_CURSOR = "retention_delete"
 rc = retained_content.c
-log = logging.getLogger("mailnode.notify.retention")
+log = logging.getLogger("mailnode.retention.rules")
 
 
 def settings_for(conn: Connection, org_id: str) -> retention.RetentionSettings:

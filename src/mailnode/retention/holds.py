@@ -42,7 +42,7 @@ from mailnode.governance.tables import approvals
 from mailnode.ids import new_id, parse_id
 from mailnode.mail.tables import mailboxes
 from mailnode.node import Node
-from mailnode.notices.tables import hold_lifts, holds
+from mailnode.retention.tables import hold_lifts, holds
 
 #: The stages of every lift request: one stage of two deciders other than the one asking.
 LIFT_STAGES: tuple[Stage, ...] = (Stage(1, budgets.HOLD_LIFT_APPROVERS),)
