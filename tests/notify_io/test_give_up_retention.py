@@ -16,7 +16,8 @@ from mailnode.ids import new_id
 from mailnode.retention import io as retention_io
 from mailnode.governance import provider_io
 from mailnode.outbound import sweeper
-from mailnode.retention.tables import notices, retained_content
+from mailnode.notices.tables import notices
+from mailnode.retention.tables import retained_content
 from mailnode.governance.provider import PauseKind, ProviderStatus
 from mailnode.outbound.tables import send_manifests, send_recipients
 

@@ -13,7 +13,8 @@ from mailnode.governance.tables import breaker_limits
 from mailnode.ids import new_id
 from mailnode.retention import io as retention_io
 from mailnode.notices import io as notices_io
-from mailnode.retention.tables import notices, retained_content
+from mailnode.notices.tables import notices
+from mailnode.retention.tables import retained_content
 from mailnode.outbound.tables import send_manifests, send_recipient_events
 from tests.governance.conftest import World
 

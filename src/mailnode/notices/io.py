@@ -73,8 +73,9 @@ from mailnode.ids import new_id, prefix_of
 from mailnode.node import Node
 from mailnode.retention import io as retention_io
 from mailnode.notices import rules as notices
-from mailnode.retention.tables import notice_trip_episodes, sweep_cursors
-from mailnode.retention.tables import notices as notices_table
+from mailnode.notices.tables import notice_trip_episodes
+from mailnode.retention.tables import sweep_cursors
+from mailnode.notices.tables import notices as notices_table
 from mailnode.outbound.realtime import system_sender
 from mailnode.directory.contact_tables import contact_addresses
 from mailnode.outbound.seal import SealRequest, seal

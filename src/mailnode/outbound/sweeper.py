@@ -41,7 +41,7 @@ from mailnode.notify import metrics
 from mailnode.retention import io as retention_io
 from mailnode.governance import provider_io
 from mailnode.outbound.classes import MailClass
-from mailnode.retention.tables import notices
+from mailnode.notices.tables import notices
 from mailnode.governance.provider import ProviderStatus
 from mailnode.outbound.sweeper_rules import (
     PassPlan,

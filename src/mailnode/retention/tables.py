@@ -1,4 +1,4 @@
-"""Tables of notices, retention and legal holds (issue 9 part B; spec/transactional.md §5, spec/outbound.md §7).
+"""Tables of retention and legal holds (issue 9 part B; spec/transactional.md §5, spec/outbound.md §7).
 
 - ``holds``: a legal hold on one mailbox, in force while ``lifted_at`` is NULL; it covers content of that
   mailbox whose time lies in ``[from_date, to_date]`` (NULL bound = unbounded). ``hold_lifts``: one row per
@@ -8,14 +8,14 @@
 - ``retained_content``: the retention ledger, one row per piece of content (``inbound_raw`` for a message,
   ``sealed_body`` for a send). ``digests`` is the pointer to the evidence blobs; deleting content clears it
   and sets ``purged_at``, and the row stays as the record. ``retain_until`` is written by the notice sweeper.
-- ``sweep_cursors``: where a sweep left off, per organisation and sweep name.
-- ``notices``: one row per (kind, episode, recipient), unique on ``dedup_key``; ``send_id`` once sealed.
-- ``notice_trip_episodes``: each breaker's current trip episode (``notices.TripEpisode``).
+- ``sweep_cursors``: where a sweep left off, per organisation and sweep name (the retention and notice sweeps).
+
+The notices' own tables are in ``notices/tables.py``.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text, text
+from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text
 
 from mailnode.db.meta import JSONText, UTCDateTime, metadata
 
@@ -85,36 +85,4 @@ sweep_cursors = Table(
     Column("at", UTCDateTime, nullable=True),
     Column("key", String(80), nullable=True),
     Column("seq", Integer, nullable=True),
-)
-
-notices = Table(
-    "notices",
-    metadata,
-    Column("id", String(40), primary_key=True),
-    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
-    Column("dedup_key", String(200), nullable=False),
-    Column("kind", String(30), nullable=False),
-    Column("episode", String(80), nullable=False),
-    Column("recipient_user_id", String(40), nullable=False),
-    Column("address", Text, nullable=False),
-    #: The content rows (``msg_`` / ``snd_`` ids) this notice is about; retained while it is undelivered.
-    Column("about", JSONText, nullable=False),
-    Column("subject", Text, nullable=False),
-    Column("body", Text, nullable=False),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("send_id", String(40), nullable=True),
-    Index("uq_notices_dedup_key", "dedup_key", unique=True),
-    Index("ix_notices_unsealed", "org_id", "created_at",
-          sqlite_where=text("send_id IS NULL"), postgresql_where=text("send_id IS NULL")),
-    Index("ix_notices_send", "send_id"),
-)
-
-notice_trip_episodes = Table(
-    "notice_trip_episodes",
-    metadata,
-    Column("org_id", String(40), ForeignKey("organisations.id"), primary_key=True),
-    Column("breaker", String(40), primary_key=True),
-    Column("started_at", UTCDateTime, nullable=False),
-    Column("last_tripped_at", UTCDateTime, nullable=False),
-    Column("cleared_at", UTCDateTime, nullable=True),
 )
