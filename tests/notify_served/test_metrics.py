@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from mailnode.cli import app as cli_app
 from mailnode.config import Settings
 from mailnode.governance import breakers
-from mailnode.notify.metrics import breaker_samples
+from mailnode.metrics import breaker_samples
 from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
 from tests.conftest import bearer
 from tests.support.resend_emulator import Fault, ResendEmulator

@@ -37,7 +37,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode import audit, budgets
 from mailnode.node import Node
-from mailnode.notify import metrics
+from mailnode import metrics
 from mailnode.retention import io as retention_io
 from mailnode.governance import provider_io
 from mailnode.outbound.classes import MailClass
