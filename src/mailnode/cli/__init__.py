@@ -440,6 +440,3 @@ def main() -> None:
     """Console-script entry point."""
     app()
 
-
-if __name__ == "__main__":
-    main()
