@@ -34,15 +34,15 @@ def _print(shown: dict[str, Any], as_json: bool) -> None:
 @breakers_app.command("limits")
 def limits_show(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """Show each breaker limit in force, its default, where the default came from and its bounds."""
-    from mailnode.cli import _fail, _org_node
+    from mailnode.cli.common import fail, org_node
     from mailnode.errors import MailnodeError
     from mailnode.governance import limits
 
     try:
-        with _org_node(data_dir) as (node, org_id), node.read() as conn:
+        with org_node(data_dir) as (node, org_id), node.read() as conn:
             shown = limits.read(conn, org_id=org_id, actor_id=None)
     except MailnodeError as exc:
-        _fail(exc)
+        fail(exc)
         return
     _print(shown, as_json)
 
@@ -59,7 +59,7 @@ def limits_set(
     as_json: JsonFlag = False,
 ) -> None:
     """Set some limits, or reset them to their defaults; audited ``breaker_limits.changed``."""
-    from mailnode.cli import _fail, _org_node
+    from mailnode.cli.common import fail, org_node
     from mailnode.errors import MailnodeError
     from mailnode.governance import limits
 
@@ -70,10 +70,10 @@ def limits_set(
     for name in reset or []:
         changes[name] = None
     try:
-        with _org_node(data_dir) as (node, org_id), node.begin() as conn:
+        with org_node(data_dir) as (node, org_id), node.begin() as conn:
             shown = limits.change(conn, org_id=org_id, actor_id=None, changes=changes, now=node.clock.now())
     except MailnodeError as exc:
-        _fail(exc)
+        fail(exc)
         return
     _print(shown, as_json)
 

@@ -25,16 +25,16 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")
 def receipt_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List the quarantined receipts with their code and error."""
     from mailnode import budgets
-    from mailnode.cli import _fail, _org_node
+    from mailnode.cli.common import fail, org_node
     from mailnode.errors import MailnodeError
     from mailnode.ingress import quarantine
 
     try:
-        with _org_node(data_dir) as (node, org_id), node.read() as conn:
+        with org_node(data_dir) as (node, org_id), node.read() as conn:
             items = quarantine.list_quarantined(conn, org_id=org_id, principal_id=None, now=node.clock.now(),
                                                 limit=budgets.LIST_LIMIT_MAX)
     except MailnodeError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if as_json:
         print(json.dumps({"receipts": items}))
@@ -53,16 +53,16 @@ def receipt_redrive(
     as_json: JsonFlag = False,
 ) -> None:
     """Clear a receipt's quarantine so the node materialises it again (audited receipt.redrive)."""
-    from mailnode.cli import _fail, _org_node
+    from mailnode.cli.common import fail, org_node
     from mailnode.errors import MailnodeError
     from mailnode.ingress import quarantine
 
     try:
-        with _org_node(data_dir) as (node, org_id), node.begin() as conn:
+        with org_node(data_dir) as (node, org_id), node.begin() as conn:
             receipt = quarantine.redrive(conn, org_id=org_id, principal_id=None, receipt_id=receipt_id,
                                          at=node.clock.now())
     except MailnodeError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if as_json:
         print(json.dumps({"receipt": receipt}))

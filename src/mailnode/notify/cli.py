@@ -27,16 +27,16 @@ def app_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an application and print its token once (grant it send.propose with mailnode access grant)."""
-    from mailnode.cli import _fail, _org_node
+    from mailnode.cli.common import fail, org_node
     from mailnode.errors import MailnodeError
     from mailnode.directory.applications import create_application
 
     try:
-        with _org_node(data_dir) as (node, org_id), node.begin() as conn:
+        with org_node(data_dir) as (node, org_id), node.begin() as conn:
             made = create_application(conn, org_id=org_id, actor_id=None, at=node.clock.now(), name=name,
                                       check_admin=False)
     except MailnodeError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if as_json:
         print(json.dumps({"app_id": made["application"]["id"], "token": made["token"]}))
@@ -47,15 +47,15 @@ def app_create(
 @app_app.command("list")
 def app_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List the applications with their token ids (a token itself is never shown again)."""
-    from mailnode.cli import _fail, _org_node
+    from mailnode.cli.common import fail, org_node
     from mailnode.errors import MailnodeError
     from mailnode.directory.applications import list_applications
 
     try:
-        with _org_node(data_dir) as (node, org_id), node.read() as conn:
+        with org_node(data_dir) as (node, org_id), node.read() as conn:
             apps = list_applications(conn, org_id=org_id, actor_id=None)
     except MailnodeError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if as_json:
         print(json.dumps({"applications": apps}))
@@ -73,15 +73,15 @@ def app_token(
 ) -> None:
     """Mint a replacement token for an application and print it once (revoke the lost one with
     DELETE /api/tokens/{id})."""
-    from mailnode.cli import _fail, _org_node
+    from mailnode.cli.common import fail, org_node
     from mailnode.errors import MailnodeError
     from mailnode.directory.applications import mint_application_token
 
     try:
-        with _org_node(data_dir) as (node, org_id), node.begin() as conn:
+        with org_node(data_dir) as (node, org_id), node.begin() as conn:
             made = mint_application_token(conn, org_id=org_id, actor_id=None, at=node.clock.now(), ref=app)
     except MailnodeError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if as_json:
         print(json.dumps({"app_id": made["application"]["id"], "token_id": made["token_id"], "token": made["token"]}))

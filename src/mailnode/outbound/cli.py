@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> None:
         """Seal a send (exactly one of --body and --body-file); it leaves after the mailbox's hold window."""
-        from mailnode.cli import _fail, _org_node, out
+        from mailnode.cli.common import fail, org_node, out
 
         try:
             if (body is None) == (body_file is None):
@@ -48,11 +48,11 @@ def register(app: typer.Typer) -> None:
                                     why="The send needs one body.", fix="mailnode send ... --body 'text'",
                                     status=422)
             text = body if body is not None else Path(body_file or "").read_text(encoding="utf-8")
-            with _org_node(data_dir) as (node, org_id):
+            with org_node(data_dir) as (node, org_id):
                 sealed = seal_locally(node, org_id, mailbox=mailbox, to=to, cc=cc or [], bcc=bcc or [],
                                       subject=subject, body=text, as_user=as_user)
         except MailnodeError as exc:
-            _fail(exc)
+            fail(exc)
             return
         if as_json:
             print(json.dumps({"send": sealed}))
