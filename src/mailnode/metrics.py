@@ -31,10 +31,15 @@ from sqlalchemy import func, select
 
 from mailnode.butler.run_tables import butler_runs
 from mailnode.directory.tables import organisations
-from mailnode.governance import breakers
+from mailnode.governance import breakers, provider_io
+from mailnode.governance.provider import (
+    BreakerState,
+    ProviderStatus,
+    breaker_state,
+    quota_percent,
+    reading_today,
+)
 from mailnode.node import Node
-from mailnode.governance import provider_io
-from mailnode.governance.provider import BreakerState, ProviderStatus, breaker_state, quota_percent, reading_today
 from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
 from mailnode.outbound.tables import send_manifests
 

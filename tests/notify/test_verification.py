@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.governance.provider import TOKEN_REALTIME_REFUSED_ON_RESERVE, PauseKind, ProviderStatus
 from mailnode.directory.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,
     RequestOutcome,
@@ -22,6 +21,7 @@ from mailnode.directory.verification import (
     mint_code,
     verify,
 )
+from mailnode.governance.provider import TOKEN_REALTIME_REFUSED_ON_RESERVE, PauseKind, ProviderStatus
 
 T0 = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 SECRET = b"node-secret-for-tests"

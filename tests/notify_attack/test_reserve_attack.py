@@ -20,14 +20,6 @@ from sqlalchemy import func, select
 from mailnode import budgets
 from mailnode.directory.people import create_user
 from mailnode.directory.tokens import create_token
-from mailnode.outbound import sweeper
-from mailnode.outbound.classes import MailClass
-from mailnode.governance.provider import (
-    TOKEN_REALTIME_REFUSED_ON_RESERVE,
-    ProviderStatus,
-    Refusal,
-    may_send,
-)
 from mailnode.directory.verification import (
     RequestOutcome,
     VerificationRules,
@@ -35,11 +27,18 @@ from mailnode.directory.verification import (
     may_request,
     utc_day_bounds,
 )
+from mailnode.governance.provider import (
+    TOKEN_REALTIME_REFUSED_ON_RESERVE,
+    ProviderStatus,
+    Refusal,
+    may_send,
+)
+from mailnode.outbound import sweeper
+from mailnode.outbound.classes import MailClass
 from mailnode.outbound.tables import send_manifests
 from tests.conftest import bearer
-from tests.support.resend_emulator import Fault
-
 from tests.notify_io.conftest import T0
+from tests.support.resend_emulator import Fault
 
 from .conftest import Org, mail_body
 

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.outbound import sweeper
-from mailnode.outbound import dispatch
+from mailnode.outbound import dispatch, sweeper
 from tests.support.resend_emulator import Fault
 
 from .conftest import T0, Org

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from mailnode.outbound import sweeper
 from mailnode.governance.provider import PauseKind
+from mailnode.outbound import sweeper
 from mailnode.outbound.realtime import send_realtime
 from mailnode.outbound.seal import SealRequest
 from tests.support.resend_emulator import Fault

@@ -12,9 +12,8 @@ from sqlalchemy import select
 from mailnode.audit import audit_entries
 from mailnode.errors import MailnodeError
 from mailnode.notices import io as notices_io
-from mailnode.outbound import sweeper
+from mailnode.outbound import dispatch, sweeper
 from mailnode.outbound.realtime import send_realtime
-from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, seal
 from tests.notify_io.conftest import T0, Org, clock, emulator, org, settings  # noqa: F401  (fixtures)
 from tests.support.resend_emulator import Fault

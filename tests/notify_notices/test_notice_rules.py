@@ -14,7 +14,6 @@ from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.governance.approvals import SubjectKind
 from mailnode.notices import io as notices_io
-from mailnode.outbound.classes import MailClass
 from mailnode.notices.rules import (
     FAILURE_ACTIONS,
     FAILURE_WORDS,
@@ -26,6 +25,7 @@ from mailnode.notices.rules import (
     seal_retry_delay_seconds,
     stage_deciders,
 )
+from mailnode.outbound.classes import MailClass
 from mailnode.outbound.states import StateReason
 from mailnode.schedules import interval_cron
 

@@ -13,8 +13,8 @@ from sqlalchemy import update
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.retention import rules as retention
 from mailnode.retention import io as retention_io
+from mailnode.retention import rules as retention
 from mailnode.retention.tables import retention_settings
 from tests.notify_retention.conftest import Retained
 

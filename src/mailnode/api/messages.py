@@ -29,9 +29,9 @@ from mailnode.ingress import viewing
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
 from mailnode.mail.message_tables import cases, messages
+from mailnode.outbound.tables import send_recipient_events
 from mailnode.retention import holds as hold_rules
 from mailnode.retention import io as retention_io
-from mailnode.outbound.tables import send_recipient_events
 
 router = APIRouter(prefix="/api", tags=["messages"])
 

@@ -28,8 +28,8 @@ def app_create(
 ) -> None:
     """Create an application and print its token once (grant it send.propose with mailnode access grant)."""
     from mailnode.cli.common import fail, org_node
-    from mailnode.errors import MailnodeError
     from mailnode.directory.applications import create_application
+    from mailnode.errors import MailnodeError
 
     try:
         with org_node(data_dir) as (node, org_id), node.begin() as conn:
@@ -48,8 +48,8 @@ def app_create(
 def app_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List the applications with their token ids (a token itself is never shown again)."""
     from mailnode.cli.common import fail, org_node
-    from mailnode.errors import MailnodeError
     from mailnode.directory.applications import list_applications
+    from mailnode.errors import MailnodeError
 
     try:
         with org_node(data_dir) as (node, org_id), node.read() as conn:
@@ -74,8 +74,8 @@ def app_token(
     """Mint a replacement token for an application and print it once (revoke the lost one with
     DELETE /api/tokens/{id})."""
     from mailnode.cli.common import fail, org_node
-    from mailnode.errors import MailnodeError
     from mailnode.directory.applications import mint_application_token
+    from mailnode.errors import MailnodeError
 
     try:
         with org_node(data_dir) as (node, org_id), node.begin() as conn:

@@ -9,7 +9,7 @@ it is also the endpoint's cooldown, so a failed send keeps it with its code clea
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, String, Table, Text, UniqueConstraint
+from sqlalchemy import Boolean, Column, ForeignKey, Integer, String, Table, Text, UniqueConstraint
 
 from mailnode.db.meta import UTCDateTime, metadata
 

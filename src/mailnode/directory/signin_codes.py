@@ -26,12 +26,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode import audit, budgets
 from mailnode.audit import audit_entries
-from mailnode.errors import MailnodeError
-from mailnode.node import Node
-from mailnode.governance import provider_io
-from mailnode.directory.secret import node_secret
-from mailnode.outbound.realtime import send_realtime, system_sender
 from mailnode.directory.contact_tables import contact_addresses, signin_codes
+from mailnode.directory.secret import node_secret
 from mailnode.directory.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,
     RequestOutcome,
@@ -45,6 +41,10 @@ from mailnode.directory.verification import (
     verify,
 )
 from mailnode.directory.verification_io import lock_person
+from mailnode.errors import MailnodeError
+from mailnode.governance import provider_io
+from mailnode.node import Node
+from mailnode.outbound.realtime import send_realtime, system_sender
 from mailnode.outbound.seal import SealRequest
 
 #: The audit action a code request writes (before the send); the daily cap counts it.

@@ -31,9 +31,15 @@ from enum import StrEnum
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError
-from mailnode.outbound.classes import MailClass
+from mailnode.governance.provider import (
+    DEFAULT_LIMITS,
+    ProviderLimits,
+    ProviderStatus,
+    may_send,
+    next_utc_midnight,
+)
 from mailnode.log_events import LogEvent
-from mailnode.governance.provider import DEFAULT_LIMITS, ProviderLimits, ProviderStatus, may_send, next_utc_midnight
+from mailnode.outbound.classes import MailClass
 
 #: What a person reads when a code cannot be sent: the same words for a quota, a revoked key and an
 #: unverified domain, because none of it is theirs to act on (seed 002; spec/transactional.md §4).

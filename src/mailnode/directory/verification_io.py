@@ -29,14 +29,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode import audit, budgets
 from mailnode.audit import audit_entries
-from mailnode.directory.people import require_person
-from mailnode.directory.tables import users
-from mailnode.errors import MailnodeError
-from mailnode.node import Node
-from mailnode.governance import provider_io
-from mailnode.directory.secret import node_secret
-from mailnode.outbound.realtime import send_realtime, system_sender
 from mailnode.directory.contact_tables import contact_addresses, verification_records
+from mailnode.directory.people import require_person
+from mailnode.directory.secret import node_secret
+from mailnode.directory.tables import users
 from mailnode.directory.verification import (
     RequestDecision,
     RequestOutcome,
@@ -50,6 +46,10 @@ from mailnode.directory.verification import (
     utc_day_bounds,
     verify,
 )
+from mailnode.errors import MailnodeError
+from mailnode.governance import provider_io
+from mailnode.node import Node
+from mailnode.outbound.realtime import send_realtime, system_sender
 
 #: The audit action a code request writes (under the person's lock, before the send); the daily cap counts it.
 CODE_REQUESTED = "contact_email.code_requested"

@@ -16,15 +16,14 @@ from typing import Any
 
 from sqlalchemy import select
 
+from mailnode.directory.contact_tables import contact_addresses
 from mailnode.directory.tables import users
 from mailnode.doctor.findings import Concern, Finding, Item, Severity, not_observed
 from mailnode.errors import MailnodeError
-from mailnode.governance import pauses
-from mailnode.node import Node
-from mailnode.governance import provider_io
+from mailnode.governance import pauses, provider_io
 from mailnode.governance.provider import BreakerState, breaker_state, quota_alert
+from mailnode.node import Node
 from mailnode.outbound.realtime import system_sender
-from mailnode.directory.contact_tables import contact_addresses
 
 
 def unverified_contact_addresses(node: Node, org_id: str | None) -> Finding:

@@ -44,8 +44,8 @@ from enum import StrEnum
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import invalid
-from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.log_events import LogEvent, LogLevel
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
 
 #: The response header carrying the day's quota used so far (spec/resend.md §7), lower-cased as the

@@ -32,7 +32,6 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ulid import ULID
 
 from mailnode.config import Settings
-from mailnode.log_events import LogEvent, LogLevel
 from mailnode.governance.provider import (
     Decision,
     PauseKind,
@@ -45,6 +44,7 @@ from mailnode.governance.provider import (
     record_outcome,
 )
 from mailnode.governance.provider_tables import provider_requests, provider_status
+from mailnode.log_events import LogEvent, LogLevel
 from mailnode.outbound.transports.base import SubmitOutcome
 
 log = logging.getLogger("mailnode.provider")

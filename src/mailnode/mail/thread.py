@@ -32,8 +32,8 @@ from mailnode.governance.tables import approvals
 from mailnode.ids import parse_id, prefix_of
 from mailnode.mail.message_tables import case_notes, cases, conversations, messages
 from mailnode.node import Node
-from mailnode.retention import io as retention_io
 from mailnode.outbound.tables import send_manifests
+from mailnode.retention import io as retention_io
 
 
 class BodyGrant(StrEnum):

@@ -63,6 +63,7 @@ from mailnode import audit, budgets
 from mailnode.audit import audit_entries
 from mailnode.butler.tables import butlers
 from mailnode.clock import utc
+from mailnode.directory.contact_tables import contact_addresses
 from mailnode.directory.tables import organisations, users
 from mailnode.errors import MailnodeError
 from mailnode.governance import approvals as ap
@@ -71,15 +72,14 @@ from mailnode.governance.tables import approval_stages
 from mailnode.governance.tables import approvals as approvals_table
 from mailnode.ids import new_id, prefix_of
 from mailnode.node import Node
-from mailnode.retention import io as retention_io
 from mailnode.notices import rules as notices
 from mailnode.notices.tables import notice_trip_episodes
-from mailnode.retention.tables import sweep_cursors
 from mailnode.notices.tables import notices as notices_table
 from mailnode.outbound.realtime import system_sender
-from mailnode.directory.contact_tables import contact_addresses
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.tables import send_manifests, send_recipient_events
+from mailnode.retention import io as retention_io
+from mailnode.retention.tables import sweep_cursors
 
 log = logging.getLogger("mailnode.notices")
 

@@ -87,14 +87,19 @@ from ulid import ULID
 from mailnode import audit, budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError
-from mailnode.governance import breakers, gatefacts
+from mailnode.governance import breakers, gatefacts, provider_io
+from mailnode.governance.provider import (
+    BreakerState,
+    Decision,
+    ProviderLimits,
+    Refusal,
+    breaker_state,
+    may_send,
+)
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
-from mailnode.retention import io as retention_io
-from mailnode.governance import provider_io
-from mailnode.outbound.classes import MailClass, parse_mail_class
-from mailnode.governance.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
 from mailnode.outbound import handover
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.render import OutboundAttachment, attachments_of
 from mailnode.outbound.states import (
@@ -108,6 +113,7 @@ from mailnode.outbound.states import (
 from mailnode.outbound.tables import send_manifests, send_recipients
 from mailnode.outbound.transports import Submission, SubmitOutcome, SubmitState, Transport, make_transport
 from mailnode.outbound.transports.base import TransportCapabilities
+from mailnode.retention import io as retention_io
 
 log = logging.getLogger("mailnode.dispatch")
 

@@ -22,12 +22,12 @@ from sqlalchemy import Connection, select, update
 from mailnode import audit, budgets
 from mailnode.config import Settings
 from mailnode.errors import MailnodeError, conflict, invalid
+from mailnode.governance import provider_io
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 from mailnode.node import Node
-from mailnode.governance import provider_io
-from mailnode.outbound.classes import MailClass
 from mailnode.outbound import dispatch
-from mailnode.outbound.seal import SealRequest, Sealed, seal, validate_recipients
+from mailnode.outbound.classes import MailClass
+from mailnode.outbound.seal import Sealed, SealRequest, seal, validate_recipients
 from mailnode.outbound.states import REASON_WORDS, SendState, StateReason
 from mailnode.outbound.tables import send_manifests, send_recipients
 from mailnode.outbound.transports import Transport, make_transport

@@ -61,18 +61,16 @@ from sqlalchemy import Connection, delete, func, select
 from mailnode import audit, budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
-from mailnode.governance import breakers, gatefacts
+from mailnode.governance import breakers, gatefacts, provider_io
 from mailnode.governance.approvals import SubjectKind
+from mailnode.governance.provider import ProviderStatus, may_send
+from mailnode.governance.provider_tables import provider_status
 from mailnode.governance.tables import approvals
 from mailnode.ids import new_id, parse_id, prefix_of
 from mailnode.mail.message_tables import messages
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
-from mailnode.governance import provider_io
-from mailnode.outbound.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
-from mailnode.governance.provider import ProviderStatus, may_send
-from mailnode.governance.provider_tables import provider_status
 from mailnode.outbound import gates
 from mailnode.outbound.addresses import (
     NormalisedAddress,
@@ -80,6 +78,7 @@ from mailnode.outbound.addresses import (
     reject_body_fault,
     reject_header_injection,
 )
+from mailnode.outbound.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
 from mailnode.outbound.content import check_content
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (

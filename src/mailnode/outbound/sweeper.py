@@ -35,30 +35,29 @@ from typing import Any
 from sqlalchemy import Connection, and_, or_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
-from mailnode import audit, budgets
-from mailnode.node import Node
-from mailnode import metrics
-from mailnode.retention import io as retention_io
+from mailnode import audit, budgets, metrics
 from mailnode.governance import provider_io
-from mailnode.outbound.classes import MailClass
-from mailnode.notices.tables import notices
 from mailnode.governance.provider import ProviderStatus
+from mailnode.node import Node
+from mailnode.notices.tables import notices
+from mailnode.outbound import dispatch
+from mailnode.outbound.classes import MailClass
+from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
+from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason, recipient_submittable
 from mailnode.outbound.sweeper_rules import (
     PassPlan,
     RowDecision,
     SendMode,
+    SweeperReason,
     SweepFacts,
     SweepRules,
-    SweeperReason,
     SweepVerdict,
     decide_row,
     pass_plan,
 )
-from mailnode.outbound import dispatch
-from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
-from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason, recipient_submittable
 from mailnode.outbound.tables import send_manifests, send_recipients
 from mailnode.outbound.transports import Transport, make_transport
+from mailnode.retention import io as retention_io
 
 log = logging.getLogger("mailnode.sweeper")
 

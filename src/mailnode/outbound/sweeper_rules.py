@@ -25,7 +25,6 @@ from enum import StrEnum
 
 from mailnode import budgets
 from mailnode.clock import utc
-from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.governance.provider import (
     DEFAULT_LIMITS,
     BreakerState,
@@ -34,6 +33,7 @@ from mailnode.governance.provider import (
     breaker_state,
     may_send,
 )
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.states import SendState, parse_state
 
 

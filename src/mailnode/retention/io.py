@@ -68,10 +68,10 @@ from mailnode.governance import approvals
 from mailnode.ingress.tables import ingress_receipts
 from mailnode.mail.message_tables import message_attachments, messages
 from mailnode.node import Node
-from mailnode.retention import rules as retention
-from mailnode.retention.tables import holds, retained_content, retention_settings, sweep_cursors
 from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason
 from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.retention import rules as retention
+from mailnode.retention.tables import holds, retained_content, retention_settings, sweep_cursors
 from mailnode.search import index as search_index
 
 #: Send states in which a send may still go (``retention.PENDING_SEND_STATES``; the notice sweeper reads
