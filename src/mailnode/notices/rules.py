@@ -27,6 +27,7 @@ from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.ids import prefix_of
 from mailnode.outbound.classes import MailClass, parse_mail_class
+from mailnode.outbound.idempotency import NODE_KEY_PREFIX
 from mailnode.outbound.states import StateReason, parse_reason
 
 
@@ -191,11 +192,6 @@ def notice_for_failure(facts: FailureFacts) -> NoticeRequest | None:
     if facts.author_id is None or prefix_of(facts.author_id) not in ("usr", "btl"):
         return None
     return NoticeRequest(NoticeKind.SEND_FAILED, facts.send_id, Audience.AUTHOR, failure)
-
-
-#: Idempotency keys starting with this belong to the node: no caller may supply one (``POST /api/mail``
-#: refuses it, 422 ``E_IDEMPOTENCY_KEY_RESERVED``), so a key the node derives cannot be taken first.
-NODE_KEY_PREFIX = "mailnode:"
 
 
 def notice_idempotency_key(notice_id: str) -> str:
