@@ -25,7 +25,7 @@ def init(
     as_json: JsonFlag = False,
 ) -> None:
     """Create the organisation, first administrator, first mailbox and a token (printed once). Runs once."""
-    from mailnode.directory.install import initialise
+    from mailnode.install import initialise
 
     try:
         node = open_node(data_dir, must_exist=False)
@@ -63,7 +63,7 @@ def quickstart(
 ) -> None:
     """Initialise the data directory on first run (printing the token once) and say what to try next."""
     from mailnode.config import load_settings
-    from mailnode.directory.install import initialise
+    from mailnode.install import initialise
 
     settings = load_settings(data_dir)
     http = settings.http
