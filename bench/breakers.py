@@ -26,9 +26,9 @@ from sqlalchemy import create_engine, insert, text
 
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
-from mailnode.directory.install import initialise
 from mailnode.governance import breakers
 from mailnode.ids import new_id
+from mailnode.install import initialise
 from mailnode.node import Node
 from mailnode.outbound.tables import send_manifests, send_recipient_events, send_recipients
 

@@ -27,7 +27,7 @@ from sqlalchemy import select, update
 
 from mailnode import budgets
 from mailnode.config import Settings
-from mailnode.directory.install import initialise
+from mailnode.install import initialise
 from mailnode.mail.tables import mailboxes
 from mailnode.node import Node
 from mailnode.outbound import dispatch

@@ -31,9 +31,9 @@ from sqlalchemy import create_engine, insert, text
 from mailnode.authz import grant
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
-from mailnode.directory.install import initialise
 from mailnode.ids import new_id
 from mailnode.ingress.tables import ingress_receipts
+from mailnode.install import initialise
 from mailnode.mail.mailboxes import create_mailbox
 from mailnode.mail.message_tables import cases, conversations, messages
 from mailnode.node import Node

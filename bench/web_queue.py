@@ -38,10 +38,10 @@ from sqlalchemy import create_engine, insert, text
 from mailnode.authz import grant
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
-from mailnode.directory.install import initialise
 from mailnode.directory.people import create_user
 from mailnode.ids import new_id
 from mailnode.ingress.tables import ingress_receipts
+from mailnode.install import initialise
 from mailnode.mail import queue
 from mailnode.mail.message_tables import cases, conversations, messages
 from mailnode.mail.queue_rules import View

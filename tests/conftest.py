@@ -183,7 +183,7 @@ def node(settings: Settings, clock: FrozenClock) -> Iterator[Node]:
 @pytest.fixture
 def installed(node: Node) -> Any:
     """A node after ``mailnode init`` (org example.test, admin alex@example.test, support@example.test)."""
-    from mailnode.directory.install import initialise
+    from mailnode.install import initialise
 
     return initialise(node, org="Example", domain="example.test", admin_email="alex@example.test")
 

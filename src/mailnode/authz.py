@@ -16,10 +16,10 @@ from sqlalchemy import Connection, delete, or_, select
 
 from mailnode import audit
 from mailnode.butler.tables import butlers
+from mailnode.directory.contact_tables import applications
 from mailnode.directory.tables import organisations, relationship_tuples, team_members, teams, users
 from mailnode.errors import MailnodeError, invalid, not_an_administrator, not_found
 from mailnode.ids import new_id, parse_id, prefix_of
-from mailnode.notify.tables import applications
 
 ObjectType = Literal["organisation", "mailbox"]
 

@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     #: Empty means the organisation's oldest mailbox address (spec/transactional.md §1).
     system_sender: str = ""
     #: The node's secret for keyed hashes (verification codes). Empty: read ``<data_dir>/node_secret``,
-    #: generated there with 32 random bytes on first use (``notify.secret``).
+    #: generated there with 32 random bytes on first use (``directory.secret``).
     node_secret: str = Field(default="", repr=False)
     #: Emails per UTC day the provider plan allows; 0 means no daily cap (paid plans).
     provider_daily_limit: int = budgets.PROVIDER_DAILY_LIMIT_DEFAULT

@@ -77,10 +77,23 @@ def executor_id(node: Node, role: str = "serve") -> str:
     return node.settings.executor_id or f"{role}-{socket.gethostname()}"
 
 
+def wire_hooks() -> None:
+    """Wire the calls a lower layer makes into a higher one, here in the composition root (issue 18).
+
+    Today one: after a message is materialised (ingress), the Butler trigger runs (butler). Ingress holds
+    the hook list and never imports butler; ``launch`` wires it and then refuses to start unwired.
+    """
+    from mailnode.butler.trigger import trigger_workflow
+    from mailnode.ingress import workflows as ingress_workflows
+
+    ingress_workflows.wire_after_materialise(trigger_workflow)
+
+
 def launch(node: Node, role: str = "serve") -> None:
     """Configure and launch DBOS for this process; recovery of pending workflows starts here.
 
-    Raises ``E_EXECUTOR_ALREADY_RUNNING`` (500) if this process already launched one.
+    Raises ``E_EXECUTOR_ALREADY_RUNNING`` (500) if this process already launched one, ``E_HOOK_UNWIRED``
+    (500) if a hook a lower layer calls is not wired (``wire_hooks``).
     """
     global _node, _launched, _executor_id
     import importlib
@@ -89,6 +102,10 @@ def launch(node: Node, role: str = "serve") -> None:
 
     for module in WORKFLOW_MODULES:
         importlib.import_module(module)
+    wire_hooks()
+    from mailnode.ingress.workflows import require_wired
+
+    require_wired()  # an unwired hook stops the start (E_HOOK_UNWIRED), it is not skipped
     with _lock:
         if _launched:
             raise MailnodeError(code="E_EXECUTOR_ALREADY_RUNNING", what="DBOS is already launched in this process.",

@@ -20,8 +20,8 @@ from mailnode.config import Settings
 from mailnode.ingress import workflows
 from mailnode.ingress.smtp import start_listener
 from mailnode.node import Node
-from mailnode.notify import notice_workflows
-from mailnode.notify import workflows as notify_workflows
+from mailnode.notices import workflows as notice_workflows
+from mailnode.outbound import sweeper_workflows
 from mailnode.outbound import workflows as outbound_workflows
 from mailnode.schedules import interval_cron
 
@@ -95,7 +95,7 @@ def schedules(settings: Settings) -> list[ScheduleInput]:
          "schedule": interval_cron(settings.materialise_scan_interval_seconds, "materialise_scan_interval_seconds")},
         {"schedule_name": "dispatch-sweep", "workflow_fn": outbound_workflows.scheduled_sweep,
          "schedule": interval_cron(settings.dispatch_interval_seconds, "dispatch_interval_seconds")},
-        {"schedule_name": "notify-sweeper", "workflow_fn": notify_workflows.scheduled_sweeper,
+        {"schedule_name": "notify-sweeper", "workflow_fn": sweeper_workflows.scheduled_sweeper,
          "schedule": interval_cron(settings.sweeper_interval_seconds, "sweeper_interval_seconds")},
         {"schedule_name": "notice-sweep", "workflow_fn": notice_workflows.scheduled_notice_sweep,
          "schedule": interval_cron(settings.notice_sweep_interval_seconds, "notice_sweep_interval_seconds")},

@@ -47,7 +47,7 @@ def _child() -> None:
 
     from mailnode.api.app import create_app
     from mailnode.config import Settings
-    from mailnode.directory.install import initialise
+    from mailnode.install import initialise
     from mailnode.node import Node
 
     spec = json.loads(sys.stdin.read())

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from mailnode.notify import retention_io
 from mailnode.outbound.tables import send_manifests
+from mailnode.retention import io as retention_io
 from tests.butler_ops.conftest import World, message
 from tests.butler_run.conftest import ack_program
 

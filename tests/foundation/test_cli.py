@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from mailnode.cli import app, quickstart_steps
+from mailnode.cli import app
+from mailnode.cli.node import quickstart_steps
 
 runner = CliRunner()
 

@@ -26,7 +26,7 @@ def vm_bytes():
     raise RuntimeError("no VmSize")
 
 from mailnode.config import Settings
-from mailnode.directory.install import initialise
+from mailnode.install import initialise
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
 from mailnode.mail.message_tables import messages

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mailnode.config import Settings
+from mailnode.directory.secret import SECRET_FILE, node_secret
 from mailnode.errors import MailnodeError
-from mailnode.notify.secret import SECRET_FILE, node_secret
 
 
 def _race(settings: Settings, threads: int) -> list[bytes]:

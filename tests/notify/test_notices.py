@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.notify.notices import (
+from mailnode.notices.rules import (
     AUDIENCE_OF_KIND,
     EPISODE_PREFIX_OF_KIND,
     Audience,

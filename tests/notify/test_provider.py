@@ -9,9 +9,7 @@ import pytest
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.notify.classes import MailClass
-from mailnode.notify.log import LogLevel
-from mailnode.notify.provider import (
+from mailnode.governance.provider import (
     PAUSE_KIND_BY_ERROR_NAME,
     TOKEN_PAUSED,
     TOKEN_READING_MALFORMED,
@@ -34,6 +32,8 @@ from mailnode.notify.provider import (
     record_outcome,
     reopens_at,
 )
+from mailnode.log_events import LogLevel
+from mailnode.outbound.classes import MailClass
 from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
 from mailnode.outbound.transports.resend import classify_resend
 

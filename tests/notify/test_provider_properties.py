@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mailnode.notify.classes import MailClass
-from mailnode.notify.provider import (
+from mailnode.governance.provider import (
     TOKEN_READING_MALFORMED,
     TOKEN_READING_OUT_OF_RANGE,
     ProviderLimits,
@@ -18,6 +17,7 @@ from mailnode.notify.provider import (
     reading_today,
     record_outcome,
 )
+from mailnode.outbound.classes import MailClass
 from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
 
 NOW = datetime(2026, 3, 20, 14, 30, tzinfo=UTC)

@@ -8,7 +8,7 @@ import pytest
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.notify.retention import (
+from mailnode.retention.rules import (
     DEFAULT_CONTENT_SECONDS,
     VERDICT_OF_REASON,
     Candidate,

@@ -8,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.notify.provider import BreakerState, PauseKind, ProviderStatus, may_send
-from mailnode.notify.sweeper_rules import (
+from mailnode.governance.provider import BreakerState, PauseKind, ProviderStatus, may_send
+from mailnode.outbound.movable import movable_now
+from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
+from mailnode.outbound.sweeper_rules import (
     DEFAULT_RULES,
     NOTIFY_AUTHOR,
     SEND_MODE_OF_BREAKER,
@@ -26,8 +28,6 @@ from mailnode.notify.sweeper_rules import (
     lease_until_for,
     pass_plan,
 )
-from mailnode.outbound.movable import movable_now
-from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
 
 T0 = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 OPEN = ProviderStatus("resend")

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.notify.provider import TOKEN_REALTIME_REFUSED_ON_RESERVE, PauseKind, ProviderStatus
-from mailnode.notify.verification import (
+from mailnode.directory.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,
     RequestOutcome,
     VerificationRecord,
@@ -22,6 +21,7 @@ from mailnode.notify.verification import (
     mint_code,
     verify,
 )
+from mailnode.governance.provider import TOKEN_REALTIME_REFUSED_ON_RESERVE, PauseKind, ProviderStatus
 
 T0 = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 SECRET = b"node-secret-for-tests"

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from mailnode import budgets
-from mailnode.notify.provider import PauseKind, ProviderStatus
-from mailnode.notify.verification import (
+from mailnode.directory.verification import (
     RequestOutcome,
     VerificationRecord,
     VerifyOutcome,
@@ -20,6 +19,7 @@ from mailnode.notify.verification import (
     mint_code,
     verify,
 )
+from mailnode.governance.provider import PauseKind, ProviderStatus
 
 SECRET = b"machine-secret"
 USER = "usr_01JDKZ8Q4M6V8R2T0W3X5Y7Z9A"

@@ -19,8 +19,9 @@ from sqlalchemy import func, select
 
 from mailnode import audit
 from mailnode.ids import new_id
-from mailnode.notify import notices, notices_io, retention_io
-from mailnode.notify.notices import (
+from mailnode.notices import io as notices_io
+from mailnode.notices import rules as notices
+from mailnode.notices.rules import (
     FAILURE_WORDS,
     NODE_KEY_PREFIX,
     WITHHELD_WORDS,
@@ -33,6 +34,7 @@ from mailnode.notify.notices import (
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
 from mailnode.outbound.tables import send_manifests
+from mailnode.retention import io as retention_io
 from tests.conftest import bearer
 
 from .conftest import Org, mail_body

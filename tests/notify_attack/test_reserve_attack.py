@@ -20,26 +20,25 @@ from sqlalchemy import func, select
 from mailnode import budgets
 from mailnode.directory.people import create_user
 from mailnode.directory.tokens import create_token
-from mailnode.notify import sweeper
-from mailnode.notify.classes import MailClass
-from mailnode.notify.provider import (
-    TOKEN_REALTIME_REFUSED_ON_RESERVE,
-    ProviderStatus,
-    Refusal,
-    may_send,
-)
-from mailnode.notify.verification import (
+from mailnode.directory.verification import (
     RequestOutcome,
     VerificationRules,
     daily_cap_reached,
     may_request,
     utc_day_bounds,
 )
+from mailnode.governance.provider import (
+    TOKEN_REALTIME_REFUSED_ON_RESERVE,
+    ProviderStatus,
+    Refusal,
+    may_send,
+)
+from mailnode.outbound import sweeper
+from mailnode.outbound.classes import MailClass
 from mailnode.outbound.tables import send_manifests
 from tests.conftest import bearer
-from tests.support.resend_emulator import Fault
-
 from tests.notify_io.conftest import T0
+from tests.support.resend_emulator import Fault
 
 from .conftest import Org, mail_body
 

@@ -23,11 +23,11 @@ if str(_ROOT) not in sys.path:
 
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
+from mailnode.governance import provider_io
+from mailnode.governance.provider import ProviderStatus
 from mailnode.mail.tables import mailboxes
 from mailnode.node import Node
-from mailnode.notify import provider_io
-from mailnode.notify.provider import ProviderStatus
-from mailnode.outbound.seal import SealRequest, Sealed, seal
+from mailnode.outbound.seal import Sealed, SealRequest, seal
 from mailnode.outbound.tables import send_manifests
 from tests.support.resend_emulator import EmulatorConfig, ResendEmulator
 

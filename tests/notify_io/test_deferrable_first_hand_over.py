@@ -1,5 +1,5 @@
 """Deferrable mail's first hand-over is the dispatch sweep's; what fails is the notify sweeper's
-(``notify.classes.DeliveredBy.FIRST_BY_DISPATCH_THEN_SWEEPER``), against the local Resend server."""
+(``outbound.classes.DeliveredBy.FIRST_BY_DISPATCH_THEN_SWEEPER``), against the local Resend server."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.notify import sweeper
-from mailnode.outbound import dispatch
+from mailnode.outbound import dispatch, sweeper
 from tests.support.resend_emulator import Fault
 
 from .conftest import T0, Org

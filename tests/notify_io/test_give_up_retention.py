@@ -12,11 +12,14 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from mailnode import budgets
+from mailnode.governance import provider_io
+from mailnode.governance.provider import PauseKind, ProviderStatus
 from mailnode.ids import new_id
-from mailnode.notify import provider_io, retention_io, sweeper
-from mailnode.notify.notice_tables import notices, retained_content
-from mailnode.notify.provider import PauseKind, ProviderStatus
+from mailnode.notices.tables import notices
+from mailnode.outbound import sweeper
 from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.retention import io as retention_io
+from mailnode.retention.tables import retained_content
 
 from .conftest import T0, Org
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from mailnode.notify import sweeper
-from mailnode.notify.provider import PauseKind
-from mailnode.notify.sending import send_realtime
+from mailnode.governance.provider import PauseKind
+from mailnode.outbound import sweeper
+from mailnode.outbound.realtime import send_realtime
 from mailnode.outbound.seal import SealRequest
 from tests.support.resend_emulator import Fault
 
@@ -109,7 +109,7 @@ def test_a_stored_reading_above_the_limit_is_ignored_at_the_read_with_a_loud_log
         org: Org, caplog: pytest.LogCaptureFixture) -> None:
     from sqlalchemy import update
 
-    from mailnode.notify.tables import provider_status
+    from mailnode.governance.provider_tables import provider_status
 
     org.deferrable()
     sweeper.run_pass(org.node)

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from mailnode import budgets
-from mailnode.notify import provider_io
-from mailnode.notify.provider import PauseKind, ProviderLimits
+from mailnode.governance import provider_io
+from mailnode.governance.provider import PauseKind, ProviderLimits
 from mailnode.outbound import dispatch
 from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
 

@@ -17,8 +17,7 @@ from typing import Any
 import httpx
 
 from mailnode import budgets
-from mailnode.notify import sweeper
-from mailnode.outbound import dispatch
+from mailnode.outbound import dispatch, sweeper
 from mailnode.outbound.seal import Sealed, SealRequest, seal
 from tests.conftest import bearer
 

@@ -17,8 +17,7 @@ from sqlalchemy import func, select, update
 
 from mailnode import budgets
 from mailnode.governance.tables import breaker_limits
-from mailnode.notify import sweeper
-from mailnode.outbound import dispatch
+from mailnode.outbound import dispatch, sweeper
 from mailnode.outbound.movable import movable_now_sql
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.tables import send_manifests, send_recipients

@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 
 from mailnode import authz, budgets
 from mailnode.directory.tables import relationship_tuples
-from mailnode.notify import sweeper
+from mailnode.outbound import sweeper
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.tables import send_manifests
 from tests.governance.conftest import World

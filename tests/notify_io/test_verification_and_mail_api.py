@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from mailnode import budgets
-from mailnode.notify import sweeper
+from mailnode.outbound import sweeper
 from tests.conftest import bearer
 from tests.support.resend_emulator import Fault
 

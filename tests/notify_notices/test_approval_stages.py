@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mailnode.notify import notices_io
+from mailnode.notices import io as notices_io
 from tests.governance.conftest import Person
 from tests.governance_e2e.conftest import Org, sink  # noqa: F401  (the sink fixture Org needs)
 

@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from mailnode.audit import audit_entries
 from mailnode.errors import MailnodeError
-from mailnode.notify import notices_io, sweeper
-from mailnode.notify.sending import send_realtime
-from mailnode.outbound import dispatch
+from mailnode.notices import io as notices_io
+from mailnode.outbound import dispatch, sweeper
+from mailnode.outbound.realtime import send_realtime
 from mailnode.outbound.seal import SealRequest, seal
 from tests.notify_io.conftest import T0, Org, clock, emulator, org, settings  # noqa: F401  (fixtures)
 from tests.support.resend_emulator import Fault

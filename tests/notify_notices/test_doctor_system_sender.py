@@ -15,7 +15,7 @@ from mailnode.doctor.findings import Severity
 from mailnode.doctor.notify_checks import system_sender_missing_finding, system_sender_pause_finding
 from mailnode.errors import conflict
 from mailnode.node import Node
-from mailnode.notify import notices_io
+from mailnode.notices import io as notices_io
 from mailnode.outbound.tables import send_manifests
 from tests.governance_e2e.conftest import Org, sink  # noqa: F401  (the sink fixture Org needs)
 

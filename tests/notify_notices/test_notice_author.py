@@ -11,7 +11,7 @@ from sqlalchemy import select
 from mailnode import audit
 from mailnode.audit import audit_entries
 from mailnode.ids import new_id
-from mailnode.notify import notices_io
+from mailnode.notices import io as notices_io
 from tests.governance.conftest import World
 
 

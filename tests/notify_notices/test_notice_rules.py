@@ -13,9 +13,8 @@ from croniter import croniter
 from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.governance.approvals import SubjectKind
-from mailnode.notify import notices_io
-from mailnode.notify.classes import MailClass
-from mailnode.notify.notices import (
+from mailnode.notices import io as notices_io
+from mailnode.notices.rules import (
     FAILURE_ACTIONS,
     FAILURE_WORDS,
     FailureFacts,
@@ -26,6 +25,7 @@ from mailnode.notify.notices import (
     seal_retry_delay_seconds,
     stage_deciders,
 )
+from mailnode.outbound.classes import MailClass
 from mailnode.outbound.states import StateReason
 from mailnode.schedules import interval_cron
 

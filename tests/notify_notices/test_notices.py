@@ -11,9 +11,11 @@ from sqlalchemy import func, select
 from mailnode import audit
 from mailnode.governance.tables import breaker_limits
 from mailnode.ids import new_id
-from mailnode.notify import notices_io, retention_io
-from mailnode.notify.notice_tables import notices, retained_content
+from mailnode.notices import io as notices_io
+from mailnode.notices.tables import notices
 from mailnode.outbound.tables import send_manifests, send_recipient_events
+from mailnode.retention import io as retention_io
+from mailnode.retention.tables import retained_content
 from tests.governance.conftest import World
 
 

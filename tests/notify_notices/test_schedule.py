@@ -15,7 +15,7 @@ from mailnode import budgets, runtime
 from mailnode.config import Settings, load_settings
 from mailnode.errors import MailnodeError
 from mailnode.node import Node
-from mailnode.notify import notices_io
+from mailnode.notices import io as notices_io
 from mailnode.server import run_server
 from tests.support.served import Served, served_env
 

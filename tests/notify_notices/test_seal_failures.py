@@ -16,9 +16,9 @@ from sqlalchemy.exc import DBAPIError
 
 from mailnode import audit
 from mailnode.audit import audit_entries
+from mailnode.directory.contact_tables import contact_addresses
 from mailnode.ids import new_id
-from mailnode.notify import notices_io
-from mailnode.notify.tables import contact_addresses
+from mailnode.notices import io as notices_io
 from mailnode.outbound.seal import SealRequest, seal
 from tests.conftest import bearer
 from tests.governance.conftest import World

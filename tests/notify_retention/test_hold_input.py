@@ -14,7 +14,8 @@ from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import Materialised, materialise_receipt
-from mailnode.notify import holds, retention_io
+from mailnode.retention import holds
+from mailnode.retention import io as retention_io
 from tests.notify_retention.conftest import Retained
 
 UTC = timezone.utc

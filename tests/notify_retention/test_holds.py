@@ -94,10 +94,10 @@ def test_a_draft_outside_the_holds_window_is_deleted(org: Retained, api: Any) ->
 
 
 def test_deleting_a_held_closed_case_is_refused(org: Retained, api: Any) -> None:
+    from mailnode.errors import MailnodeError
     from mailnode.mail import cases
     from mailnode.mail.threading import start_conversation
-    from mailnode.notify import holds
-    from mailnode.errors import MailnodeError
+    from mailnode.retention import holds
 
     now = org.node.clock.now()
     with org.node.begin() as conn:

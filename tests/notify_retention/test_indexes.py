@@ -14,8 +14,9 @@ from typing import Any
 from sqlalchemy import Select, select
 
 from mailnode.node import Node
-from mailnode.notify import retention_io, sweeper
+from mailnode.outbound import sweeper
 from mailnode.outbound.tables import send_manifests
+from mailnode.retention import io as retention_io
 
 
 def _plan(node: Node, q: Select[Any]) -> str:

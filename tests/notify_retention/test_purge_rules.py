@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode.mail.message_tables import messages
-from mailnode.notify import retention
-from mailnode.notify.retention import RetentionDecision, RetentionFacts, RetentionReason, Verdict, decide
 from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
+from mailnode.retention import rules as retention
+from mailnode.retention.rules import RetentionDecision, RetentionFacts, RetentionReason, Verdict, decide
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 D = timedelta(days=1)

@@ -1,6 +1,6 @@
 """A message whose content retention deleted: every read route says so (``content_deleted_at``, the note,
 410 for the raw bytes), its metadata stays, and none of its words are left in any table or in the evidence
-store. spec/transactional.md §5; what counts as content: ``notify.retention``'s docstring."""
+store. spec/transactional.md §5; what counts as content: ``retention.rules``'s docstring."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import Materialised, materialise_receipt
 from mailnode.mail.message_tables import messages
 from mailnode.node import Node
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400

@@ -12,9 +12,10 @@ from sqlalchemy import select, update
 from mailnode.errors import MailnodeError
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
-from mailnode.notify import retention, retention_io
-from mailnode.notify.notice_tables import retained_content
 from mailnode.outbound.tables import send_recipients
+from mailnode.retention import io as retention_io
+from mailnode.retention import rules as retention
+from mailnode.retention.tables import retained_content
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400

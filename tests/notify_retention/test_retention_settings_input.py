@@ -13,8 +13,9 @@ from sqlalchemy import update
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.notify import retention, retention_io
-from mailnode.notify.notice_tables import retention_settings
+from mailnode.retention import io as retention_io
+from mailnode.retention import rules as retention
+from mailnode.retention.tables import retention_settings
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400
@@ -154,7 +155,7 @@ def test_a_stored_ceiling_past_the_maximum_is_read_as_the_maximum_and_logged(
         conn.execute(update(retention_settings).where(retention_settings.c.org_id == org.org_id)
                      .values(ceiling_seconds=huge))
     sid, digest = org.send("three days old", at=org.ago(3 * DAY))
-    with caplog.at_level(logging.ERROR, logger="mailnode.notify.retention"):
+    with caplog.at_level(logging.ERROR, logger="mailnode.retention.rules"):
         report = retention_io.run_pass(org.node, org.node.clock.now()).sweeps[org.org_id]
     assert report.purged == (sid,) and not org.blob_exists(digest)
     lines = [r for r in caplog.records if r.getMessage().startswith("retention.setting_clamped")]

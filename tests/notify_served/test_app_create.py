@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from mailnode import budgets
 from mailnode.cli import app as cli_app
 from mailnode.config import Settings
-from mailnode.notify.apps import check_app_name
+from mailnode.directory.applications import check_app_name
 from tests.conftest import bearer
 from tests.governance.conftest import World
 from tests.support.resend_emulator import ResendEmulator

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from mailnode.cli import app as cli_app
 from mailnode.config import Settings
 from mailnode.governance import breakers
-from mailnode.notify.metrics import breaker_samples
-from mailnode.notify.sweeper_rules import SendMode, SweepVerdict
+from mailnode.metrics import breaker_samples
+from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
 from tests.conftest import bearer
 from tests.support.resend_emulator import Fault, ResendEmulator
 from tests.support.served import Served

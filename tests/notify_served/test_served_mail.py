@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mailnode.notify.sending import VAGUE_SEND_UNAVAILABLE
+from mailnode.outbound.realtime import VAGUE_SEND_UNAVAILABLE
 from tests.support.resend_emulator import Fault, ResendEmulator
 from tests.support.served import Served
 

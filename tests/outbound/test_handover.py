@@ -11,7 +11,7 @@ import itertools
 import pytest
 
 from mailnode.governance import breakers
-from mailnode.notify.classes import MailClass
+from mailnode.outbound.classes import MailClass
 from mailnode.outbound.handover import EVERY_CLASS_WITHHOLDS, HandoverDecision, HandoverFacts, Step, decide
 from mailnode.outbound.states import StateReason
 

@@ -348,7 +348,7 @@ def test_the_send_command_seals_through_the_same_seal(node: Any, installed: Any,
     import typer
     from typer.testing import CliRunner
 
-    from mailnode.outbound.cli import register
+    from mailnode.cli.send import register
 
     app = typer.Typer()
     register(app)

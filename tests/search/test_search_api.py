@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 from mailnode.search import index as search_index
 from tests.corpus import corpus
 from tests.search.conftest import World, mail

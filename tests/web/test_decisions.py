@@ -11,9 +11,9 @@ from mailnode import budgets
 from mailnode.directory.sessions import Session, SessionFacts, SessionState, decide, needs_touch
 from mailnode.directory.signin_attempts import AttemptCount
 from mailnode.directory.signin_attempts import decide as decide_attempts
+from mailnode.directory.signin_codes import refusal_for
 from mailnode.directory.tokens import Principal
-from mailnode.notify.signin_codes import refusal_for
-from mailnode.notify.verification import RequestOutcome, VerifyOutcome
+from mailnode.directory.verification import RequestOutcome, VerifyOutcome
 from mailnode.web.errors import is_page
 from mailnode.web.signin import local_path
 

@@ -17,7 +17,7 @@ from mailnode import budgets
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
 from mailnode.mail.tables import mailboxes
-from mailnode.notify import sweeper
+from mailnode.outbound import sweeper
 from mailnode.outbound.seal import SealRequest, seal
 from tests.conftest import bearer
 from tests.support.resend_emulator import EmulatorConfig, Fault, ResendEmulator

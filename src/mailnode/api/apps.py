@@ -17,7 +17,7 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
-from mailnode.notify.apps import create_application, list_applications, mint_application_token
+from mailnode.directory.applications import create_application, list_applications, mint_application_token
 
 router = APIRouter(prefix="/api/apps", tags=["apps"])
 

@@ -19,9 +19,9 @@ from mailnode.mail import cases as cases_mod
 from mailnode.mail import notes as notes_mod
 from mailnode.mail.thread import Thread, author_kind, body_of, read_thread
 from mailnode.node import Node
-from mailnode.notify import retention
 from mailnode.outbound.reads import next_step, send_summary
 from mailnode.outbound.states import SendState
+from mailnode.retention import rules as retention
 
 router = APIRouter(prefix="/api", tags=["conversations"])
 

@@ -9,8 +9,7 @@ from fastapi import APIRouter
 from mailnode import authz
 from mailnode.api.deps import CallerDep, GrantPageDep, NodeDep, TeamPageDep, UserPageDep, id_filter, paged
 from mailnode.api.models import Strict
-from mailnode.directory import domains, people, tokens
-from mailnode.notify import verification_io
+from mailnode.directory import domains, people, tokens, verification_io
 
 router = APIRouter(prefix="/api", tags=["directory"])
 

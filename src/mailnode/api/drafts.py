@@ -9,8 +9,8 @@ from pydantic import Field
 
 from mailnode.api.deps import CallerDep, DraftPageDep, NodeDep, paged
 from mailnode.api.models import Strict
-from mailnode.notify import holds
 from mailnode.outbound import drafts
+from mailnode.retention import holds
 
 router = APIRouter(prefix="/api/drafts", tags=["drafts"])
 

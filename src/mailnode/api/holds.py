@@ -6,7 +6,7 @@
   approval decided at ``POST /api/approvals/{id}/decide``); the hold stays in force until they approve.
 - ``GET /api/holds``: administrators (403 ``E_NOT_AN_ADMINISTRATOR`` to anyone else).
 
-Codes are documented in ``mailnode.notify.holds``.
+Codes are documented in ``mailnode.retention.holds``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, HoldPageDep, NodeDep, paged
 from mailnode.api.models import Strict
-from mailnode.notify import holds
+from mailnode.retention import holds
 
 router = APIRouter(tags=["holds"])
 
@@ -25,7 +25,7 @@ router = APIRouter(tags=["holds"])
 class HoldIn(Strict):
     """A hold: the mailbox (required), an optional matter reference (printable text, at most
     ``HOLD_MATTER_ID_MAX_CHARS`` characters) and window (ISO 8601; open when left out). The fields are
-    checked by ``notify.holds.check_place_input``, so a missing one is named the same way as a schema
+    checked by ``retention.holds.check_place_input``, so a missing one is named the same way as a schema
     refusal (``E_REQUEST_INVALID``)."""
 
     mailbox_id: Any = None

@@ -17,7 +17,7 @@ PostgreSQL cannot store NUL) and a key in the node's own namespace (``mailnode:`
 are sealed under) ``E_IDEMPOTENCY_KEY_RESERVED`` (422) before anything is read or sealed. Realtime mail
 names at most ``budgets.REALTIME_RECIPIENTS_MAX`` recipients (``E_REALTIME_TOO_MANY_RECIPIENTS``, 422) and
 is refused by the provider breaker when its recipients, one provider request each, would take the day's
-reading past the realtime ceiling (``notify.sending.send_realtime``). ``GET /api/mail/{id}`` says
+reading past the realtime ceiling (``outbound.realtime.send_realtime``). ``GET /api/mail/{id}`` says
 ``content_deleted_at`` (ISO 8601 UTC, or null) once retention deleted the send's body. Correspondence is
 not sent here (``POST /api/sends``).
 """
@@ -38,13 +38,13 @@ from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import parse_id
-from mailnode.notify import retention_io
-from mailnode.notify.classes import MailClass, parse_mail_class
-from mailnode.notify.sending import send_realtime, unavailable
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.idempotency import Replay, check_key, fingerprint_of, one_key, seal_once
+from mailnode.outbound.realtime import send_realtime, unavailable
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import SendState, words_for
 from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.retention import io as retention_io
 
 router = APIRouter(prefix="/api/mail", tags=["mail"])
 

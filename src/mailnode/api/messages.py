@@ -7,7 +7,7 @@ reading a message's headers, bodies, attachments or raw bytes needs ``mailbox.co
 sees of a message (text, sanitised HTML, attachment list, one attachment's bytes) is ``ingress.reading``'s.
 Absent and not-yours answer alike (404). Header values are returned as JSON data and never re-rendered as headers.
 
-Content retention deleted (spec/transactional.md §5; what is deleted: ``notify.retention``) is said, never
+Content retention deleted (spec/transactional.md §5; what is deleted: ``retention.rules``) is said, never
 shown as an empty mail: every message shape carries ``content_deleted_at`` (ISO 8601 UTC, or null), and
 ``GET /api/messages/{id}`` then answers null ``headers``, ``text_body``, ``html_body``, ``attachment_list`` and
 ``defects`` with a ``content_deleted`` note (when, the setting, the words of ``E_CONTENT_DELETED``); ``/raw``
@@ -29,9 +29,9 @@ from mailnode.ingress import viewing
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
 from mailnode.mail.message_tables import cases, messages
-from mailnode.notify import holds as hold_rules
-from mailnode.notify import retention_io
 from mailnode.outbound.tables import send_recipient_events
+from mailnode.retention import holds as hold_rules
+from mailnode.retention import io as retention_io
 
 router = APIRouter(prefix="/api", tags=["messages"])
 
@@ -173,7 +173,7 @@ def delete_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any
     ``{"deleted": case_id}``.
 
     ``E_CASE_OPEN`` (409) for an open case; ``E_LEGAL_HOLD`` (409) when a legal hold covers it, with
-    ``hold.blocked`` audited in a transaction of its own (``notify.holds.deleting``); ``E_NO_SUCH_CASE``
+    ``hold.blocked`` audited in a transaction of its own (``retention.holds.deleting``); ``E_NO_SUCH_CASE``
     (404), ``E_MAY_NOT_WORK_CASE`` (403). spec/outbound.md §7; issue 9.
     """
     with hold_rules.deleting(node) as conn:

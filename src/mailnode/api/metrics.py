@@ -1,4 +1,4 @@
-"""``GET /metrics``: Prometheus exposition text (``notify.metrics``), for a token of an administrator.
+"""``GET /metrics``: Prometheus exposition text (``metrics``), for a token of an administrator.
 
 Scrapers send ``Authorization: Bearer <token>`` (Prometheus ``authorization`` in ``scrape_config``); the
 readings include organisation ids and the provider's posture, so they are not public.
@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.authz import is_admin
 from mailnode.errors import not_an_administrator
-from mailnode.notify.metrics import render
+from mailnode.metrics import render
 
 router = APIRouter(tags=["metrics"])
 

@@ -13,8 +13,8 @@ from fastapi import APIRouter
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.authz import is_admin
 from mailnode.errors import not_an_administrator
-from mailnode.notify import provider_io
-from mailnode.notify.provider import ProviderStatus
+from mailnode.governance import provider_io
+from mailnode.governance.provider import ProviderStatus
 
 router = APIRouter(prefix="/api", tags=["provider"])
 

@@ -17,14 +17,14 @@ from pydantic import StrictInt
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
-from mailnode.notify import retention_io
+from mailnode.retention import io as retention_io
 
 router = APIRouter(tags=["retention"])
 
 
 class RetentionPatch(Strict):
     """Any of the three settings, seconds. Strict integers: pydantic's lax ``int`` would read ``true`` as 1
-    second and ``"10"`` as 10; the bounds are ``notify.retention.check_changes``'."""
+    second and ``"10"`` as 10; the bounds are ``retention.rules.check_changes``'."""
 
     inbound_raw_seconds: StrictInt | None = None
     sealed_body_seconds: StrictInt | None = None

@@ -47,9 +47,9 @@ from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, no
 from mailnode.governance import supervised
 from mailnode.ids import is_id, new_id
 from mailnode.node import Node
-from mailnode.notify import retention_io
 from mailnode.outbound.states import SendState, retry_offer, words_for
 from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.retention import io as retention_io
 
 log = logging.getLogger("mailnode.butler")
 

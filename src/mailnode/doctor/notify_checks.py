@@ -16,15 +16,14 @@ from typing import Any
 
 from sqlalchemy import select
 
+from mailnode.directory.contact_tables import contact_addresses
 from mailnode.directory.tables import users
 from mailnode.doctor.findings import Concern, Finding, Item, Severity, not_observed
 from mailnode.errors import MailnodeError
-from mailnode.governance import pauses
+from mailnode.governance import pauses, provider_io
+from mailnode.governance.provider import BreakerState, breaker_state, quota_alert
 from mailnode.node import Node
-from mailnode.notify import provider_io
-from mailnode.notify.provider import BreakerState, breaker_state, quota_alert
-from mailnode.notify.sending import system_sender
-from mailnode.notify.tables import contact_addresses
+from mailnode.outbound.realtime import system_sender
 
 
 def unverified_contact_addresses(node: Node, org_id: str | None) -> Finding:

@@ -42,7 +42,7 @@ from mailnode.governance.policy import Stage
 from mailnode.governance.supervised_tables import supervised_grants
 from mailnode.governance.tables import approval_decisions, approval_stages, approvals, domain_pauses
 from mailnode.ids import new_id, parse_id
-from mailnode.notify.notice_tables import hold_lifts, holds
+from mailnode.retention.tables import hold_lifts, holds
 
 
 class SubjectKind(StrEnum):

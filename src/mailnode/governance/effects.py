@@ -29,8 +29,8 @@ from sqlalchemy import Connection, and_, select, update
 from mailnode.governance.supervised_tables import supervised_grants
 from mailnode.governance.tables import domain_pauses
 from mailnode.ids import prefix_of
-from mailnode.notify.notice_tables import hold_lifts, holds
 from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.retention.tables import hold_lifts, holds
 
 AWAITING = "awaiting"
 HELD = "held"

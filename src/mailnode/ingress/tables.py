@@ -44,7 +44,7 @@ ingress_receipts = Table(
     Column("redrives", Integer, nullable=False, server_default="0"),
     Index("ix_ingress_receipts_unmaterialised", "materialised_at", "received_at"),
     Index("ix_ingress_receipts_workflow_pending", "workflow_done_at", "received_at"),
-    #: ``notify.retention_io.referenced``: does a receipt still name this blob (0011).
+    #: ``retention.io.referenced``: does a receipt still name this blob (0011).
     Index("ix_ingress_receipts_sha256", "sha256"),
     Index("ix_ingress_receipts_quarantined", "quarantined_at"),
 )

@@ -21,7 +21,8 @@ from mailnode.ids import parse_id
 from mailnode.ingress import reading
 from mailnode.mail.message_tables import message_attachments, messages
 from mailnode.node import Node
-from mailnode.notify import retention, retention_io
+from mailnode.retention import io as retention_io
+from mailnode.retention import rules as retention
 
 
 def no_message(message_id: str) -> Exception:

@@ -21,6 +21,7 @@ from dbos import DBOS, SetWorkflowID
 from sqlalchemy import or_, select, update
 
 from mailnode import budgets, runtime
+from mailnode.errors import MailnodeError
 from mailnode.ingress.materialise import materialise_or_quarantine
 from mailnode.ingress.tables import ingress_receipts
 
@@ -66,15 +67,29 @@ def materialise_workflow(receipt_id: str) -> str | None:
     return message_id
 
 
-#: Steps that run after a message exists (the Butler trigger registers here). Each takes the message id
-#: and must be a DBOS step or workflow call, so a resumed workflow does not repeat it.
+#: Steps that run after a message exists. Each takes the message id and must be a DBOS step or workflow call,
+#: so a resumed workflow does not repeat it. Ingress does not import the layers above it: the composition
+#: root (``runtime.launch``, through ``runtime.wire_hooks``) wires the Butler trigger here at start-up, and
+#: ``require_wired`` makes a launch without that wiring an error instead of a silent skip (issue 18).
 AFTER_MATERIALISE: list[Callable[[str], object]] = []
 
-# The Butler trigger: every published Butler listening on the delivered-to address gets its run
-# (issue 7). A child workflow, so a resumed materialisation does not start it twice.
-from mailnode.butler.trigger import trigger_workflow  # noqa: E402
 
-AFTER_MATERIALISE.append(trigger_workflow)
+def wire_after_materialise(*hooks: Callable[[str], object]) -> None:
+    """Set the steps run after each materialisation (replacing any earlier wiring, so wiring twice does not
+    run a hook twice)."""
+    AFTER_MATERIALISE[:] = hooks
+
+
+def require_wired() -> None:
+    """Raise ``E_HOOK_UNWIRED`` (500) when no step is wired to run after materialisation.
+
+    Without one, every delivery would skip the Butler trigger without a word.
+    """
+    if not AFTER_MATERIALISE:
+        raise MailnodeError(code="E_HOOK_UNWIRED", what="No step is wired to run after a message is materialised.",
+                            why="The composition root did not wire the Butler trigger into ingress, so deliveries "
+                                "would start no Butler run.",
+                            fix="Launch through runtime.launch, which calls runtime.wire_hooks.", status=500)
 
 
 def start(receipt_ids: list[str], redrives: dict[str, int] | None = None) -> None:

@@ -230,10 +230,10 @@ def remove(conn: Connection, *, org_id: str, principal_id: str, at: datetime, ca
 
     Needs ``send.propose`` on its mailbox (``E_MAY_NOT_WORK_CASE``, 403) and a closed case
     (``E_CASE_OPEN``, 409). A legal hold covering the mailbox at the case's opening refuses ``E_LEGAL_HOLD``
-    (409); run it inside ``notify.holds.deleting`` so the refusal is audited ``hold.blocked``.
+    (409); run it inside ``retention.holds.deleting`` so the refusal is audited ``hold.blocked``.
     """
     from mailnode.mail.message_tables import messages
-    from mailnode.notify.holds import refuse_if_held
+    from mailnode.retention.holds import refuse_if_held
 
     row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)
     if not holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id):

@@ -72,7 +72,7 @@ messages = Table(
     Column("size_bytes", Integer, nullable=False),
     Index("ix_messages_mailbox", "mailbox_id", "id"),
     Index("ix_messages_conversation", "conversation_id", "received_at"),
-    #: ``notify.retention_io.referenced``: does a message still name this blob (0011).
+    #: ``retention.io.referenced``: does a message still name this blob (0011).
     Index("ix_messages_raw_sha256", "raw_sha256"),
     #: ``mail.queue``: a case's latest message, and a page's per-case totals (0020).
     Index("ix_messages_case", "case_id", "id"),

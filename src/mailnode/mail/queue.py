@@ -50,9 +50,9 @@ from mailnode.mail.queue_rules import (
 )
 from mailnode.mail.tables import mailboxes
 from mailnode.mail.thread import SendRelations, send_body_grant
-from mailnode.notify import retention_io
 from mailnode.outbound.states import words_for
 from mailnode.outbound.tables import send_manifests
+from mailnode.retention import io as retention_io
 from mailnode.search import run as search_run
 from mailnode.search.query import parse_query
 from mailnode.search.tables import search_documents

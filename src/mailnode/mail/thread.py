@@ -32,8 +32,8 @@ from mailnode.governance.tables import approvals
 from mailnode.ids import parse_id, prefix_of
 from mailnode.mail.message_tables import case_notes, cases, conversations, messages
 from mailnode.node import Node
-from mailnode.notify import retention_io
 from mailnode.outbound.tables import send_manifests
+from mailnode.retention import io as retention_io
 
 
 class BodyGrant(StrEnum):
@@ -143,7 +143,7 @@ def body_of(node: Node, row: Any) -> dict[str, str | None]:
     """A send's body as sealed: ``{"text", "html"}`` (html None for text only) from the evidence store.
 
     Raises ``E_CONTENT_DELETED`` (410) once retention deleted it and ``E_EVIDENCE_MISSING`` (500) when a blob
-    is gone without a purge record (``notify.retention_io.read_content``); callers that already know of a
+    is gone without a purge record (``retention.io.read_content``); callers that already know of a
     purge show ``content_deleted`` instead of calling this.
     """
     text = retention_io.read_content(node, source_id=row.id, digest=row.body_typed_sha256).decode("utf-8")

@@ -26,11 +26,11 @@ from mailnode.ids import parse_id, prefix_of
 from mailnode.mail.message_tables import messages
 from mailnode.mail.tables import mailbox_addresses
 from mailnode.node import Node
-from mailnode.notify import retention_io
 from mailnode.outbound import answer
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import OutboundAttachment
 from mailnode.outbound.seal import SealRequest, no_such_parent
+from mailnode.retention import io as retention_io
 
 ForwardAs = Literal["inline", "attachment"]
 

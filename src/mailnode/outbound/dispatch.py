@@ -16,7 +16,7 @@
    now + ``gatefacts.recheck_after_seconds`` of the reading, every time it finds the send gated, and
    ``send.rate_limited`` on the transition only, however many sweeps find it still tripped);
    then the sealed bytes are still in the evidence store unaltered (else ``withheld/evidence_changed``;
-   ``withheld/retention_deleted`` when retention deleted them, ``notify.retention_io.content_refusal``).
+   ``withheld/retention_deleted`` when retention deleted them, ``retention.io.content_refusal``).
    Refusals come before the rate gate: a refusal says never and a gate says wait, so gating a send that
    will be refused anyway only delays the reason a person must act on (the reference asked the rates
    first; mailnode keeps governance's order, spec/outbound.md §1.7 notwithstanding). A send gated here
@@ -53,7 +53,7 @@ left untouched, no attempt spent (the sweeper and the realtime request decide wh
 and approvals are correspondence's gates: for other classes only the domain pause, the author's
 authority and the evidence check withhold, the rate breakers gate every class, and system mail (``Auto-Submitted: auto-generated``, not
 correspondence) skips the authority check. Every transport answer is folded into the transport's
-``provider_status`` row (``notify.provider_io.record``) in the transaction that records it, and a send
+``provider_status`` row (``governance.provider_io.record``) in the transaction that records it, and a send
 stops submitting further recipients once an answer shut the breaker. The claim asks the breaker for one
 request, never for the whole send (a send larger than its class's ceiling would otherwise never go);
 instead, before each recipient's request, ``provider_io.reserve`` asks ``may_send`` on the locked row with
@@ -87,13 +87,19 @@ from ulid import ULID
 from mailnode import audit, budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError
-from mailnode.governance import breakers, gatefacts
+from mailnode.governance import breakers, gatefacts, provider_io
+from mailnode.governance.provider import (
+    BreakerState,
+    Decision,
+    ProviderLimits,
+    Refusal,
+    breaker_state,
+    may_send,
+)
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
-from mailnode.notify import provider_io, retention_io
-from mailnode.notify.classes import MailClass, parse_mail_class
-from mailnode.notify.provider import BreakerState, Decision, ProviderLimits, Refusal, breaker_state, may_send
 from mailnode.outbound import handover
+from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.render import OutboundAttachment, attachments_of
 from mailnode.outbound.states import (
@@ -107,6 +113,7 @@ from mailnode.outbound.states import (
 from mailnode.outbound.tables import send_manifests, send_recipients
 from mailnode.outbound.transports import Submission, SubmitOutcome, SubmitState, Transport, make_transport
 from mailnode.outbound.transports.base import TransportCapabilities
+from mailnode.retention import io as retention_io
 
 log = logging.getLogger("mailnode.dispatch")
 
@@ -501,7 +508,7 @@ def due_ids(node: Node, limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: li
     Correspondence, and deferrable mail's **first** hand-over (``attempts == 0``, younger than the give-up
     age), so a notice or an application's queued mail leaves within a dispatch interval rather than a
     sweeper interval; once an attempt has failed, deferrable mail is the notify sweeper's, under its three
-    refusals (``notify.classes.DeliveredBy``). Deferrable mail is not taken while the provider refuses its
+    refusals (``outbound.classes.DeliveredBy``). Deferrable mail is not taken while the provider refuses its
     class or while the breaker owes a probe (the sweeper probes with one send). Realtime mail goes inside
     its request. While the breaker refuses correspondence, sends waiting ``awaiting/provider_unavailable``
     are not read (``movable_now``). Rechecks come last so that one organisation's tripped breaker, however

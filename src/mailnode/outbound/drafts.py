@@ -24,12 +24,12 @@ from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
 from mailnode.mail.message_tables import messages
-from mailnode.notify.holds import refuse_if_held
 from mailnode.outbound.addresses import NormalisedAddress, parse_recipient
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import written_address
 from mailnode.outbound.seal import check_composition, may_not_send, no_such_parent
 from mailnode.outbound.tables import drafts
+from mailnode.retention.holds import refuse_if_held
 
 _FIELDS = ("to", "cc", "bcc", "subject", "body")
 
@@ -169,7 +169,7 @@ def remove(conn: Connection, *, org_id: str, author_id: str, at: datetime, draft
     """Delete one of the author's drafts (audited ``draft.deleted``).
 
     A legal hold covering the draft's mailbox at its creation time refuses ``E_LEGAL_HOLD`` (409) and
-    deletes nothing; run it inside ``notify.holds.deleting`` so the refusal is audited ``hold.blocked``.
+    deletes nothing; run it inside ``retention.holds.deleting`` so the refusal is audited ``hold.blocked``.
     """
     row = _row(conn, org_id, author_id, draft_id)
     refuse_if_held(conn, org_id=org_id, actor_id=author_id, mailbox_id=row.mailbox_id, at=row.created_at,

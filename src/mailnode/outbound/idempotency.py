@@ -31,7 +31,6 @@ from mailnode.audit import audit_entries
 from mailnode.db import integrity
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.node import Node
-from mailnode.notify.notices import NODE_KEY_PREFIX
 from mailnode.outbound.seal import SealRequest, validate_recipients
 from mailnode.outbound.tables import send_manifests
 
@@ -39,6 +38,10 @@ from mailnode.outbound.tables import send_manifests
 KEY_INDEX = "uq_send_manifests_idempotency"
 
 S = TypeVar("S")
+
+#: Idempotency keys starting with this belong to the node: no caller may supply one (``POST /api/mail``
+#: refuses it, 422 ``E_IDEMPOTENCY_KEY_RESERVED``), so a key the node derives cannot be taken first.
+NODE_KEY_PREFIX = "mailnode:"
 
 
 def check_key(key: str, where: str) -> None:

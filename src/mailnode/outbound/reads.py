@@ -21,10 +21,11 @@ from sqlalchemy import Connection, func, select
 from mailnode.authz import mailboxes_visible
 from mailnode.governance.tables import approval_decisions, approval_stages, approvals
 from mailnode.ids import parse_id
-from mailnode.notify import retention, retention_io
 from mailnode.outbound.retry import no_such_send
 from mailnode.outbound.states import SendState, StateReason, parse_reason, retry_offer, words_for
 from mailnode.outbound.tables import send_manifests, send_recipient_events, send_recipients
+from mailnode.retention import io as retention_io
+from mailnode.retention import rules as retention
 
 
 def _iso(value: Any) -> str | None:

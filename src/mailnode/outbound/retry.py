@@ -38,11 +38,11 @@ from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import approvals
 from mailnode.ids import parse_id, prefix_of
 from mailnode.node import Node
-from mailnode.notify import retention_io
 from mailnode.outbound.render import attachments_of, written_address
 from mailnode.outbound.seal import Sealed, SealRequest, seal
 from mailnode.outbound.states import STOPPABLE, SendState, StateReason, parse_state, retry_offer
 from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.retention import io as retention_io
 
 RETRY_MODES = ("retry-effect", "resend-may-duplicate")
 #: Recipient states that provably never left, which ``retry-effect`` returns to ``held``.

@@ -36,13 +36,13 @@ breaker readings are the ones the manifest is written under.
 unset; 0 = immediately movable). A Butler author's mail carries ``Auto-Submitted: auto-replied`` and
 waits for a person's release; the node's own notices carry ``auto-generated``.
 
-Mail classes (spec/transactional.md §1; ``notify.classes``): every manifest carries ``mail_class``,
+Mail classes (spec/transactional.md §1; ``outbound.classes``): every manifest carries ``mail_class``,
 ``correspondence`` unless the request names ``realtime`` or ``deferrable`` (an unknown name is
 ``E_MAIL_CLASS_UNKNOWN``, 422). Only correspondence meets policy, approvals and the Butler release, and
 waits out the hold window; every class meets the domain pause and the rate breakers. Correspondence also
 reads the provider breaker here (``awaiting/provider_unavailable`` when it refuses the class, drained by
 ``movable_now`` when it reopens); realtime mail asks the breaker before it is sealed
-(``notify.sending.send_realtime``) and deferrable mail at each hand-over (the dispatch sweep's first, the
+(``outbound.realtime.send_realtime``) and deferrable mail at each hand-over (the dispatch sweep's first, the
 sweeper's retries). System mail (``system``: the node's own verification codes and notices) is sealed from
 the configured system sender without an authority check, carries ``Auto-Submitted: auto-generated``, and is
 never correspondence.
@@ -61,18 +61,16 @@ from sqlalchemy import Connection, delete, func, select
 from mailnode import audit, budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
-from mailnode.governance import breakers, gatefacts
+from mailnode.governance import breakers, gatefacts, provider_io
 from mailnode.governance.approvals import SubjectKind
+from mailnode.governance.provider import ProviderStatus, may_send
+from mailnode.governance.provider_tables import provider_status
 from mailnode.governance.tables import approvals
 from mailnode.ids import new_id, parse_id, prefix_of
 from mailnode.mail.message_tables import messages
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
-from mailnode.notify import provider_io
-from mailnode.notify.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
-from mailnode.notify.provider import ProviderStatus, may_send
-from mailnode.notify.tables import provider_status
 from mailnode.outbound import gates
 from mailnode.outbound.addresses import (
     NormalisedAddress,
@@ -80,6 +78,7 @@ from mailnode.outbound.addresses import (
     reject_body_fault,
     reject_header_injection,
 )
+from mailnode.outbound.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
 from mailnode.outbound.content import check_content
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (
@@ -121,7 +120,7 @@ class SealRequest:
             resent Butler send meets no Butler release gate: resending it is a person's release.
         envelope_only: when set, recipient rows are made only for these lower-cased addresses (a resend
             to the recipients a first attempt may not have reached); the headers stay as composed.
-        mail_class: ``correspondence`` (default), ``realtime`` or ``deferrable`` (``notify.classes``);
+        mail_class: ``correspondence`` (default), ``realtime`` or ``deferrable`` (``outbound.classes``);
             ``notice`` implies ``deferrable``.
         system: the node's own mail (``sender_address`` is the system sender): no authority check,
             ``Auto-Submitted: auto-generated``; never correspondence.
@@ -476,7 +475,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             provider_io.emit(verdict.logs)
             provider_unavailable = not verdict.allowed
         if not correspondence:
-            # Policy, approvals and the Butler release govern correspondence only (notify.classes).
+            # Policy, approvals and the Butler release govern correspondence only (outbound.classes).
             inputs["policy_outcome"] = None
             inputs["approval_satisfiable"] = True
         decision = gates.decide(gates.GateFacts(

@@ -84,11 +84,11 @@ STATE_OF_REASON: dict[StateReason, SendState] = {
     StateReason.POLICY_STRICTER: SendState.WITHHELD,
     StateReason.APPROVAL_EXPIRED: SendState.WITHHELD,
     StateReason.EVIDENCE_CHANGED: SendState.WITHHELD,
-    # The sweeper's writes (notify.sweeper_rules.SweeperReason; spec/transactional.md §3).
+    # The sweeper's writes (outbound.sweeper_rules.SweeperReason; spec/transactional.md §3).
     StateReason.GAVE_UP: SendState.WITHHELD,
     StateReason.DEDUP_WINDOW_CLOSED: SendState.OUTCOME_UNKNOWN,
     StateReason.REALTIME_NOT_RETRIED: SendState.WITHHELD,
-    # The retention sweep's write when it deletes a pending send's sealed body (notify.retention_io;
+    # The retention sweep's write when it deletes a pending send's sealed body (retention.io;
     # spec/transactional.md §5): nothing is left to hand over.
     StateReason.RETENTION_DELETED: SendState.WITHHELD,
     StateReason.NOT_CLASSIFIED: SendState.WITHHELD,

@@ -66,7 +66,7 @@ send_manifests = Table(
     Index("ix_send_manifests_mailbox", "mailbox_id", "id"),
     #: The notify sweeper's age-out query (mail class, waiting state, sealed before a cutoff); 0011.
     Index("ix_send_manifests_age_out", "mail_class", "state", "sealed_at"),
-    #: ``notify.retention_io.referenced`` asks whether a send still names a blob by each digest; 0011.
+    #: ``retention.io.referenced`` asks whether a send still names a blob by each digest; 0011.
     Index("ix_send_manifests_body_typed_sha256", "body_typed_sha256"),
     Index("ix_send_manifests_body_normalised_sha256", "body_normalised_sha256"),
     Index("ix_send_manifests_rendered_sha256", "rendered_sha256"),

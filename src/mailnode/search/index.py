@@ -18,8 +18,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from mailnode.evidence import EvidenceStore
 from mailnode.mail.message_tables import messages
-from mailnode.notify.notice_tables import retained_content
 from mailnode.outbound.tables import send_manifests
+from mailnode.retention.tables import retained_content
 from mailnode.search.documents import Document, message_document, send_document
 from mailnode.search.tables import search_documents
 

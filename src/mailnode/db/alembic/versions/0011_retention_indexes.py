@@ -1,6 +1,6 @@
 """Indexes for the retention blob-reference check and the notify sweeper's age-out query.
 
-``notify.retention_io.referenced`` asks, before removing an evidence blob, whether any message, receipt
+``retention.io.referenced`` asks, before removing an evidence blob, whether any message, receipt
 or send still names its digest; without an index on each digest column that is a scan of three whole
 tables per removed blob. The notify sweeper's age-out query selects sends by mail class, waiting state and
 ``sealed_at`` before a cutoff. Indexes only; no data moves. ``tests/notify_retention/test_indexes.py``

@@ -1,7 +1,7 @@
 """Both sides of a conversation and answering it: display names, HTML and attachments on sends; case notes.
 
 Issue 15. ``send_manifests`` gains ``display_names`` (the To/Cc display names as written), ``body_html_sha256``
-(the HTML alternative in the evidence store, indexed for ``notify.retention_io.referenced``) and
+(the HTML alternative in the evidence store, indexed for ``retention.io.referenced``) and
 ``attachments`` (what was attached: name, type, size, digest; the bytes live in the rendered message).
 ``case_notes`` holds a case's internal notes. Existing sends have none of the three (text only).
 
