@@ -105,6 +105,22 @@ def test_the_keyboard_alone_moves_claims_searches_and_opens(served: Served,
     page.wait_for_url(f"**{href}")
 
 
+def test_new_mail_arriving_keeps_the_keyboards_place(served: Served, signed_in_page: Callable[[str], Any]) -> None:
+    first = deliver(served, PETERS)
+    page = signed_in_page(served.installed["token"])
+    expect(row(page, first)).to_be_visible()
+    page.keyboard.press("j")
+    expect(row(page, first).locator("a.open")).to_be_focused()
+    arrived = deliver(served, KUZNETSOV)
+    # The poll puts the new row above the selected one; the selection and the focus stay on the conversation.
+    expect(row(page, arrived)).to_be_visible()
+    expect(row(page, first)).to_have_class("queue-row unassigned selected")
+    expect(row(page, first).locator("a.open")).to_be_focused()
+    href = row(page, first).locator("a.open").get_attribute("href")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**{href}")
+
+
 def test_the_queue_is_usable_within_one_second(served: Served, signed_in_page: Callable[[str], Any],
                                                base_url: str) -> None:
     subject = deliver(served, KUZNETSOV)
