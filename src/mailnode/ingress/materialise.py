@@ -127,9 +127,9 @@ def materialise_receipt(node: Node, receipt_id: str) -> Materialised:
         # A racing materialisation committed the same message id first: the receipt is done. Any other
         # integrity failure leaves the receipt unmaterialised and is raised.
         with node.read() as conn:
-            done = conn.execute(select(ingress_receipts.c.materialised_at)
+            finished = conn.execute(select(ingress_receipts.c.materialised_at)
                                 .where(ingress_receipts.c.id == receipt_id)).scalar_one_or_none()
-            if done is None:
+            if finished is None:
                 raise
             return _existing(conn, receipt_id)
     return Materialised(receipt_id, message_id, conversation_id, case_id, created=True)
