@@ -296,3 +296,38 @@ def test_a_reply_sent_while_a_colleague_holds_the_case_is_refused_in_words_and_s
     assert "E_REPLY_CASE_HELD" in shown and "Take the case over first" in shown
     with node.read() as conn:
         assert conn.execute(select(send_manifests.c.id)).first() is None
+
+
+def test_the_page_costs_the_same_statements_with_one_message_or_five(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    # Each message's reading used to cost its own four statements (the row, the relation, purges,
+    # attachments): the thread has read the first three, and the attachments of all are one statement.
+    from sqlalchemy import event
+
+    def statements(conv: str) -> int:
+        web.get(f"/conversations/{conv}")  # a first request may write the session's last-seen time
+        seen: list[str] = []
+
+        def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            seen.append(statement)
+
+        event.listen(node.engine, "before_cursor_execute", count)
+        try:
+            r = web.get(f"/conversations/{conv}")
+        finally:
+            event.remove(node.engine, "before_cursor_execute", count)
+        assert r.status_code == 200, r.text
+        return len([s for s in seen if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT",
+                                                                           "RELEASE"))])
+
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    _, conv, _ = _one(node)
+    sign_in(web, installed.token)
+    one = statements(conv)
+    for n in range(2, 6):
+        deliver(listener, inbound(subject="Re: Where is my order?", message_id=f"<more{n}@remote.test>",
+                                  In_Reply_To="<q1@remote.test>", References="<q1@remote.test>"),
+                "customer@remote.test", ["support@example.test"])
+    with node.read() as conn:
+        assert len(conn.execute(select(messages.c.id).where(messages.c.conversation_id == conv)).all()) == 5
+    assert statements(conv) == one
