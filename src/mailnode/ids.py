@@ -69,6 +69,22 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{ULID()}"
 
 
+def sibling_id(prefix: str, of: str) -> str:
+    """``<prefix>_`` followed by the ULID of the id ``of`` (``rcpt_X`` gives ``msg_X``): an entity made once
+    from another carries its time and order. ``prefix`` must be in ``PREFIXES``; ``of`` must be a well-formed
+    id (either mistake is a programming error: ``KeyError``, ``ValueError``).
+
+    A message's id is its receipt's (``ingress.materialise``), so messages sort in the order they arrived
+    even when concurrent materialisations finish in another order; the queue lists newest first by id.
+    """
+    if prefix not in PREFIXES:
+        raise KeyError(f"unknown id prefix {prefix!r}")
+    m = _ID_RE.match(of)
+    if not m or m.group(1) not in PREFIXES:
+        raise ValueError(f"{of!r} is not an id")
+    return f"{prefix}_{m.group(2)}"
+
+
 def is_id(value: object, prefix: str | None = None) -> bool:
     """True when ``value`` is a well-formed id (of ``prefix`` when given)."""
     if not isinstance(value, str):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mailnode.ingress import receipts, routing
+from mailnode.ingress.materialise import materialise_receipt
 from tests.search.conftest import World, mail
 
 
@@ -199,3 +201,18 @@ def test_a_page_costs_the_same_statements_with_few_or_many_conversations(world: 
         world.deliver(mail(subject=f"Many {n}", body="x", n=n))
     assert {v: statements(v) for v in View} == few
     assert max(few.values()) <= 10
+
+
+def test_the_queue_lists_mail_in_the_order_it_arrived_whichever_materialised_first(world: World) -> None:
+    # Materialisations run concurrently: the later arrival may finish first (the keyboard browser test saw
+    # it). The queue is newest arrival first all the same.
+    with world.node.read() as conn:
+        route = routing.resolve(conn, world.installed.mailbox_address)
+    assert route is not None
+    envelope = receipts.Envelope(mail_from="sender@remote.test", routes=(route,))
+    first = receipts.accept(world.node, mail(subject="Arrived first", body="one", n=1), envelope)[0]
+    second = receipts.accept(world.node, mail(subject="Arrived second", body="two", n=2), envelope)[0]
+    materialise_receipt(world.node, second)
+    materialise_receipt(world.node, first)
+    assert subjects(queue(world)) == ["Arrived second", "Arrived first"]
+

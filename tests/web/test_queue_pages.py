@@ -4,9 +4,18 @@ explains its filter words and finds by ``from:``, and a refusal is the API's fou
 
 from __future__ import annotations
 
+import html
 import re
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
+from sqlalchemy import update
+
+from mailnode.mail.message_tables import messages
+from mailnode.mail.queue import QueueRow
+from mailnode.web.queue import env
 from tests.search.conftest import World, mail
 from tests.web.conftest import csrf_of, sign_in
 
@@ -102,3 +111,36 @@ def test_a_refusal_on_the_page_is_the_four_parts_in_words(world: World) -> None:
     sign_in(world.api, outsider["Authorization"].removeprefix("Bearer "))
     r = world.api.get(f"/mailboxes/{world.installed.mailbox_id}")
     assert r.status_code == 404 and "E_NO_SUCH_MAILBOX" in r.text
+
+
+def test_a_rows_automated_marker_says_why_in_words(world: World) -> None:
+    world.deliver(mail(subject="Out of office", body="Away until Monday.", n=1, extra="Auto-Submitted: auto-replied\r\n"))
+    home = html.unescape(signed_in(world).text)
+    assert "Automated: Marked Auto-Submitted by its sender: written by a machine." in home
+    assert "auto_submitted" not in home
+    polled = world.api.get(f"/mailboxes/{world.installed.mailbox_id}/poll?view=unassigned").json()["rows"]
+    assert "Automated: Marked Auto-Submitted by its sender: written by a machine." in html.unescape(polled)
+
+
+def test_an_automated_reason_the_node_does_not_know_still_marks_the_row(world: World) -> None:
+    message_id = world.deliver(mail(subject="From the future", body="x", n=1))
+    with world.node.begin() as conn:  # a value a newer node wrote
+        conn.execute(update(messages).where(messages.c.id == message_id).values(automated="robot_vibes"))
+    home = html.unescape(signed_in(world).text)
+    assert "Automated: Marked automated for a reason mailnode does not know ('robot_vibes')." in home
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("auto-replied", "Automated: An automatic answer (a Butler's reply), marked Auto-Submitted: auto-replied."),
+    ("auto-generated", "Automated: A notice the node wrote by itself, marked Auto-Submitted: auto-generated."),
+    ("auto-notified", "Automated: Marked automated for a reason mailnode does not know ('auto-notified')."),
+])
+def test_a_sent_rows_automated_marker_says_why_in_words(value: str, words: str) -> None:
+    now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    send = QueueRow(kind="send", id="snd_01M8SYX4XWC0KYET29QAM4QVQG", conversation_id=None,
+                    key="snd_01M8SYX4XWC0KYET29QAM4QVQG", correspondent_name=None,
+                    correspondent_address="c@remote.test", subject="Notice", snippet=None, snippet_hidden=None,
+                    at=now, age_seconds=5, holder_id=None, holder=None, state="handed_over",
+                    state_words="Handed over", messages=1, attachments=False, dangerous=False, automated=value)
+    rows = html.unescape(env.get_template("queue/_rows.html").render(current=SimpleNamespace(rows=[send])))
+    assert words in rows and f"({value})" not in rows

@@ -145,6 +145,13 @@ def new_page(browser: Any) -> Iterator[Callable[[], Any]]:
         context.close()
 
 
+def keys_ready(page: Any) -> None:
+    """Wait until the page now shown has bound its keys (``app.js`` marks ``<html data-keys-ready>`` once the
+    deferred scripts ran): after a key or click that loads another page, its content can be on screen before
+    its scripts run, and a key pressed then is lost."""
+    page.locator("html[data-keys-ready='true']").wait_for(state="attached")
+
+
 @pytest.fixture
 def signed_in_page(new_page: Callable[[], Any], base_url: str) -> Callable[[str], Any]:
     """``signed_in_page(token)``: a new page signed in with ``token`` through the sign-in form, on ``/``."""

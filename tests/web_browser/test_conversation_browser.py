@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from mailnode import budgets
 from tests.corpus import corpus
 from tests.support.served import MAILNODE, Served
+from tests.web_browser.conftest import keys_ready
 
 #: The corpus message these tests answer (a real message; only its To is pointed at the node's mailbox).
 CORPUS_MESSAGE = "malformed/content_transfer_encoding_text-html.eml"
@@ -178,8 +179,10 @@ def test_reply_claim_and_close_with_the_keyboard_only(
     conv = feed(served, corpus_message(), "abhijit.862153drinnan@datavalet.com")["conversation_id"]
     page = signed_in_page(served.installed["token"])
     page.goto(f"{base_url}/conversations/{conv}")
+    keys_ready(page)
     page.keyboard.press("c")
     expect(page.locator("#case-status")).to_have_text("Open, held by you.")
+    keys_ready(page)  # the claim loaded the page again
     page.keyboard.press("r")
     expect(page.locator("#body")).to_be_focused()
     page.keyboard.type("Thanks, this is answered by keyboard.")
@@ -187,6 +190,7 @@ def test_reply_claim_and_close_with_the_keyboard_only(
     page.wait_for_url(re.compile(r"/sends/snd_"))
     # With no hold window it leaves at the next dispatch; the page follows it there by itself.
     expect(page.locator("#outcome")).to_contain_text("Handed over", timeout=30_000)
+    keys_ready(page)  # the send page reloaded itself to show the new state
     page.keyboard.press("u")
     page.wait_for_url(re.compile(rf"/conversations/{conv}"))
     expect(page.locator("#thread")).to_contain_text("Thanks, this is answered by keyboard.")

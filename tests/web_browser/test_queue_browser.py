@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from tests.corpus import corpus
 from tests.support.served import Served
-from tests.web_browser.conftest import PAGE_TIMEOUT_MS
+from tests.web_browser.conftest import PAGE_TIMEOUT_MS, keys_ready
 
 # Each expectation waits for its signal (a row arriving after materialisation and a poll) up to this long.
 expect.set_options(timeout=PAGE_TIMEOUT_MS)
@@ -89,8 +89,8 @@ def test_the_keyboard_alone_moves_claims_searches_and_opens(served: Served,
     expect(row(page, newer).locator("a.open")).to_be_focused()
     page.keyboard.press("c")
     expect(page.locator("#outcomes")).to_contain_text(f"{newer}: claimed.")
-    # The claim reloaded the page: its keys are bound once its deferred scripts ran (the load event).
-    page.wait_for_load_state("load")
+    # The claim loaded the queue again: its keys are bound once its deferred scripts ran.
+    keys_ready(page)
     page.keyboard.press("?")
     expect(page.locator("#keys-help")).to_contain_text("Claim the ticked conversations")
     page.keyboard.press("Escape")
@@ -102,6 +102,22 @@ def test_the_keyboard_alone_moves_claims_searches_and_opens(served: Served,
     href = row(page, older).locator("a.open").get_attribute("href")
     assert href and href.startswith("/conversations/cnv_")
     page.keyboard.press("o")
+    page.wait_for_url(f"**{href}")
+
+
+def test_new_mail_arriving_keeps_the_keyboards_place(served: Served, signed_in_page: Callable[[str], Any]) -> None:
+    first = deliver(served, PETERS)
+    page = signed_in_page(served.installed["token"])
+    expect(row(page, first)).to_be_visible()
+    page.keyboard.press("j")
+    expect(row(page, first).locator("a.open")).to_be_focused()
+    arrived = deliver(served, KUZNETSOV)
+    # The poll puts the new row above the selected one; the selection and the focus stay on the conversation.
+    expect(row(page, arrived)).to_be_visible()
+    expect(row(page, first)).to_have_class("queue-row unassigned selected")
+    expect(row(page, first).locator("a.open")).to_be_focused()
+    href = row(page, first).locator("a.open").get_attribute("href")
+    page.keyboard.press("Enter")
     page.wait_for_url(f"**{href}")
 
 

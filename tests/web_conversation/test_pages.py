@@ -266,3 +266,68 @@ def test_assign_to_a_teammate_lists_who_may_work_the_mailbox_and_assigns_through
     assert r.status_code == 200 and "Open, held by Dana." in r.text
     with node.read() as conn:
         assert conn.execute(select(cases.c.assignee_id).where(cases.c.id == case_id)).scalar_one() == dana
+
+
+def test_a_reply_sent_while_a_colleague_holds_the_case_is_refused_in_words_and_seals_nothing(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    # The page locks its fields while Dana holds the case; a form posted anyway (a stale page, no script) is
+    # refused by the send service the API uses, in its four parts.
+    import html
+
+    from mailnode.mail import cases as case_service
+    from mailnode.outbound.tables import send_manifests
+    from tests.web_conversation.test_collision import _person
+
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    msg_id, conv, case_id = _one(node)
+    dana = _person(node, installed, "dana@example.test", "Dana", "send.propose")
+    sign_in(web, installed.token)
+    composer = web.get(f"/compose?mode=reply&message={msg_id}&conversation={conv}")
+    key = composer.text.split('name="idempotency_key" value="')[1].split('"')[0]
+    with node.begin() as conn:
+        case_service.claim(conn, org_id=installed.org_id, principal_id=dana, at=node.clock.now(), case_id=case_id)
+    sent = web.post("/compose", data={"csrf_token": csrf_of(composer.text), "idempotency_key": key, "mode": "reply",
+                                      "mailbox_id": installed.mailbox_id, "message_id": msg_id,
+                                      "to": "customer@remote.test", "subject": "Re: Where is my order?",
+                                      "body": "On its way."}, follow_redirects=False)
+    assert sent.status_code == 409
+    shown = html.unescape(sent.text)
+    assert "Dana holds this conversation's case; your reply was not sent." in shown
+    assert "E_REPLY_CASE_HELD" in shown and "Take the case over first" in shown
+    with node.read() as conn:
+        assert conn.execute(select(send_manifests.c.id)).first() is None
+
+
+def test_the_page_costs_the_same_statements_with_one_message_or_five(
+        web: Any, node: Any, installed: Any, listener: Any) -> None:
+    # Each message's reading used to cost its own four statements (the row, the relation, purges,
+    # attachments): the thread has read the first three, and the attachments of all are one statement.
+    from sqlalchemy import event
+
+    def statements(conv: str) -> int:
+        web.get(f"/conversations/{conv}")  # a first request may write the session's last-seen time
+        seen: list[str] = []
+
+        def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            seen.append(statement)
+
+        event.listen(node.engine, "before_cursor_execute", count)
+        try:
+            r = web.get(f"/conversations/{conv}")
+        finally:
+            event.remove(node.engine, "before_cursor_execute", count)
+        assert r.status_code == 200, r.text
+        return len([s for s in seen if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT",
+                                                                           "RELEASE"))])
+
+    deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
+    _, conv, _ = _one(node)
+    sign_in(web, installed.token)
+    one = statements(conv)
+    for n in range(2, 6):
+        deliver(listener, inbound(subject="Re: Where is my order?", message_id=f"<more{n}@remote.test>",
+                                  In_Reply_To="<q1@remote.test>", References="<q1@remote.test>"),
+                "customer@remote.test", ["support@example.test"])
+    with node.read() as conn:
+        assert len(conn.execute(select(messages.c.id).where(messages.c.conversation_id == conv)).all()) == 5
+    assert statements(conv) == one

@@ -6,8 +6,16 @@ import pytest
 
 from mailnode.ingress.attachments import Danger
 from mailnode.ingress.classify import Reason
+from mailnode.outbound.render import AUTO_SUBMITTED_VALUES
 from mailnode.web.composer import split_addresses
-from mailnode.web.words import AUTOMATED_WORDS, DANGER_WORDS, automated_words, danger_words
+from mailnode.web.words import (
+    AUTOMATED_WORDS,
+    DANGER_WORDS,
+    SEND_AUTOMATED_WORDS,
+    automated_words,
+    danger_words,
+    send_automated_words,
+)
 
 
 @pytest.mark.parametrize("danger", list(Danger))
@@ -18,6 +26,12 @@ def test_every_danger_has_its_warning(danger: Danger) -> None:
 @pytest.mark.parametrize("reason", list(Reason))
 def test_every_automated_reason_has_its_words(reason: Reason) -> None:
     assert reason in AUTOMATED_WORDS and automated_words(reason.value) == AUTOMATED_WORDS[reason]
+
+
+@pytest.mark.parametrize("value", AUTO_SUBMITTED_VALUES)
+def test_every_auto_submitted_value_of_a_send_has_its_words(value: str) -> None:
+    assert value in SEND_AUTOMATED_WORDS and send_automated_words(value) == SEND_AUTOMATED_WORDS[value]
+    assert set(SEND_AUTOMATED_WORDS) == set(AUTO_SUBMITTED_VALUES)
 
 
 @pytest.mark.parametrize(("value", "words"), [

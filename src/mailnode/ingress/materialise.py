@@ -5,7 +5,8 @@ receipt whose materialisation raises or was attempted too often without finishin
 
 Idempotent: the receipt's ``materialised_at`` is set by a conditional update (``IS NULL``) in the same
 transaction as everything it creates, so materialising twice (a DBOS retry, the repair scan, ``ingest``
-racing ``serve``) changes nothing the second time. The message is indexed for search (``search.index``)
+racing ``serve``) changes nothing the second time. The message's id is the receipt's ULID
+(``ids.sibling_id``), so messages sort in arrival order whichever materialisation finishes first. The message is indexed for search (``search.index``)
 in the same transaction. Never raises on the message's content: a message that
 does not parse is stored with its ``parse_error`` and raw bytes. An unreadable delivery report is kept
 as a message and logged with the stable token ``delivery_report.unreadable``.
@@ -20,8 +21,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, select, update
+from sqlalchemy.exc import IntegrityError
 
-from mailnode.ids import new_id
+from mailnode.ids import sibling_id
 from mailnode.ingress import attachments as attachments_mod
 from mailnode.ingress import quarantine
 from mailnode.ingress import reports as reports_mod
@@ -85,7 +87,8 @@ def materialise_receipt(node: Node, receipt_id: str) -> Materialised:
                 conversation_id = start_conversation(conn, receipt.org_id, parsed.subject, now)
             case_id = open_case(conn, org_id=receipt.org_id, conversation_id=conversation_id,
                                 mailbox_id=receipt.mailbox_id, at=now)
-            message_id = new_id("msg")
+            # The receipt's ULID: messages sort by arrival, not by which materialisation finished first.
+            message_id = sibling_id("msg", receipt_id)
             auto = automated(facts)
             refusal = reply_refusal(facts, mailbox_addresses)
             conn.execute(messages.insert().values(
@@ -119,6 +122,15 @@ def materialise_receipt(node: Node, receipt_id: str) -> Materialised:
                 raise _AlreadyDone()
     except _AlreadyDone:
         with node.read() as conn:
+            return _existing(conn, receipt_id)
+    except IntegrityError:
+        # A racing materialisation committed the same message id first: the receipt is done. Any other
+        # integrity failure leaves the receipt unmaterialised and is raised.
+        with node.read() as conn:
+            finished = conn.execute(select(ingress_receipts.c.materialised_at)
+                                .where(ingress_receipts.c.id == receipt_id)).scalar_one_or_none()
+            if finished is None:
+                raise
             return _existing(conn, receipt_id)
     return Materialised(receipt_id, message_id, conversation_id, case_id, created=True)
 

@@ -129,6 +129,8 @@ cases = Table(
     Index("ix_cases_mailbox_state", "mailbox_id", "state", "id"),
     #: ``mail.queue.view_counts``: a mailbox's cases grouped by state and holder, from the index alone (0020).
     Index("ix_cases_mailbox_state_assignee", "mailbox_id", "state", "assignee_id"),
+    #: A conversation's cases of every state (``mail.thread``, ``mail.presence``), by seek (0022).
+    Index("ix_cases_conversation", "conversation_id", "opened_at"),
 )
 
 #: Internal notes on a case (issue 15): written by a person holding ``send.propose`` on the case's mailbox,

@@ -5,8 +5,17 @@ dispatcher; cancel a send; release a policy hold. The service behind ``POST /api
 A composition either names a draft (sealed as the draft holds it, the draft retired by the seal) or is given
 inline; a reply (``in_reply_to_message_id``) or forward (``forward_message_id``) may leave out its subject,
 and a reply its recipients (``outbound.compose``). Under an idempotency key a repeated request answers the
-first send (``outbound.idempotency.seal_once``). Codes: ``E_SEND_FROM_DRAFT_AND_INLINE`` (422),
-``E_REQUEST_INVALID`` (422), and those of ``outbound.seal``, ``outbound.compose``, ``outbound.retry``.
+first send (``outbound.idempotency.seal_once``).
+
+A reply is written by whoever holds the case: a reply (inline or from a draft) into a conversation whose
+open case someone else holds is refused with ``E_REPLY_CASE_HELD`` (409, naming the holder) before anything
+is sealed, the rule the composer page locks its fields by (``mail.presence.collision``). The sender takes the
+case over first (``POST /api/cases/{id}/claim {"take": true}``, the page's *Take over*). A replayed request
+(the same idempotency key) answers its first send and is not refused. Forwards and new messages are not
+answers to the correspondent and are not checked.
+
+Codes: ``E_SEND_FROM_DRAFT_AND_INLINE`` (422), ``E_REQUEST_INVALID`` (422), ``E_REPLY_CASE_HELD`` (409), and
+those of ``outbound.seal``, ``outbound.compose``, ``outbound.retry``.
 """
 
 from __future__ import annotations
@@ -14,10 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from mailnode.butler import parked
-from mailnode.errors import MailnodeError, invalid
+from mailnode.errors import MailnodeError, conflict, invalid
+from mailnode.mail import presence
+from mailnode.mail.message_tables import cases, messages
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound import reads, retry
@@ -71,6 +82,42 @@ def wake_at(node: Node, send_id: str, release_at: Any) -> None:
     wake(send_id, max(0.0, (release_at - node.clock.now()).total_seconds()))
 
 
+def refuse_reply_into_held_case(node: Node, *, org_id: str, author_id: str, in_reply_to_message_id: str | None
+                                ) -> None:
+    """Raise ``E_REPLY_CASE_HELD`` (409) when ``in_reply_to_message_id``'s conversation has an open case that
+    someone other than ``author_id`` holds (``mail.presence.read_collision``'s ``locks_composer``, the
+    composer page's rule); nothing for a message the author cannot see (``compose`` and ``seal`` refuse
+    that in their own words) or a conversation nobody else holds."""
+    if in_reply_to_message_id is None:
+        return
+    with node.read() as conn:
+        conversation_id = conn.execute(select(messages.c.conversation_id).where(
+            messages.c.id == in_reply_to_message_id, messages.c.org_id == org_id)).scalar_one_or_none()
+        if conversation_id is None:
+            return
+        try:
+            found = presence.read_collision(conn, org_id=org_id, principal_id=author_id,
+                                            conversation_id=conversation_id, at=node.clock.now())
+        except MailnodeError as unseen:
+            if unseen.code == "E_NO_SUCH_CONVERSATION":
+                return  # the caller sees no case of it: seal refuses the reply in its own words
+            raise
+        if not found.locks_composer:
+            return
+        held = conn.execute(select(cases.c.id, cases.c.assignee_id, cases.c.assigned_at).where(
+            cases.c.conversation_id == conversation_id, cases.c.org_id == org_id, cases.c.state == "open")
+            .order_by(cases.c.opened_at.desc())).first()
+    holder = found.holder or "Someone else"
+    case_id = held.id if held is not None else None
+    raise conflict("E_REPLY_CASE_HELD", f"{holder} holds this conversation's case; your reply was not sent.",
+                   "The person who holds a case is the one answering it, so two people do not answer the same "
+                   "mail at once.",
+                   f"Take the case over first (POST /api/cases/{case_id}/claim with {{\"take\": true}}, or Take "
+                   f"over on the conversation's page), or leave the answer to {holder}; then send again.",
+                   case_id=case_id, holder_id=held.assignee_id if held is not None else None, holder=found.holder,
+                   conversation_id=conversation_id)
+
+
 def submit(node: Node, *, org_id: str, author_id: str, c: Composition, idempotency_key: str | None) -> Submitted:
     """Seal ``c`` as ``author_id`` and wake the dispatcher at its ``release_at``; see the module docstring."""
     draft_id = c.draft_id
@@ -90,6 +137,8 @@ def submit(node: Node, *, org_id: str, author_id: str, c: Composition, idempoten
         def sealing() -> Any:
             with node.read() as conn:
                 d = drafts_mod.row_of(conn, org_id=org_id, author_id=author_id, draft_id=draft_id)
+            refuse_reply_into_held_case(node, org_id=org_id, author_id=author_id,
+                                        in_reply_to_message_id=d.in_reply_to_message_id)
             return seal(node, org_id=org_id, author_id=author_id,
                         request=replace(_from_draft(d), idempotency_key=idempotency_key), draft_id=draft_id)
     else:
@@ -113,6 +162,8 @@ def submit(node: Node, *, org_id: str, author_id: str, c: Composition, idempoten
             return fingerprint_of(request)
 
         def sealing() -> Any:
+            refuse_reply_into_held_case(node, org_id=org_id, author_id=author_id,
+                                        in_reply_to_message_id=request.in_reply_to_message_id)
             return seal(node, org_id=org_id, author_id=author_id, request=request)
 
     done = seal_once(node, org_id=org_id, author_id=author_id, key=idempotency_key, asked=asked,

@@ -64,6 +64,8 @@ send_manifests = Table(
     Index("ix_send_manifests_due", "state", "release_at"),
     Index("ix_send_manifests_lease", "state", "lease_until"),
     Index("ix_send_manifests_mailbox", "mailbox_id", "id"),
+    #: A conversation's sends (``mail.thread``: the conversation page), by seek (0022).
+    Index("ix_send_manifests_conversation", "conversation_id", "sealed_at"),
     #: The notify sweeper's age-out query (mail class, waiting state, sealed before a cutoff); 0011.
     Index("ix_send_manifests_age_out", "mail_class", "state", "sealed_at"),
     #: ``retention.io.referenced`` asks whether a send still names a blob by each digest; 0011.

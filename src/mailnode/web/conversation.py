@@ -72,16 +72,20 @@ class Item:
     data: dict[str, Any]
 
 
-def _message(node: Node, person: WebPerson, t: Thread, r: Any, remote_images: bool) -> dict[str, Any]:
-    p = person.principal
+def _readable(t: Thread, r: Any) -> bool:
+    """Whether the page shows message ``r``'s content: ``mailbox.content.read`` on its mailbox (the rule
+    ``viewing.readable`` applies) and not deleted by retention."""
+    return t.relations[r.mailbox_id].content_read and t.purges.get(r.id) is None
+
+
+def _message(t: Thread, r: Any, views: dict[str, dict[str, Any]]) -> dict[str, Any]:
     purge = t.purges.get(r.id)
-    readable = t.relations[r.mailbox_id].content_read and purge is None
+    readable = _readable(t, r)
     out: dict[str, Any] = {"row": r, "readable": readable, "deleted": purge is not None,
                            "automated_words": automated_words(r.automated),
                            "reply_refusal_words": automated_words(r.reply_refusal)}
     if readable:
-        seen = viewing.view(node, org_id=p.org_id, principal_id=p.principal_id, message_id=r.id,
-                            remote_images=remote_images)
+        seen = views[r.id]
         out["view"] = seen
         out["attachments"] = [{**a, "danger_words": danger_words(a["danger"]),
                                "href": f"/messages/{r.id}/attachments/{a['part']}"}
@@ -120,11 +124,13 @@ def conversation_context(node: Node, person: WebPerson, conversation_id: str, im
     ids = {s.author_id for s, _ in t.sends} | {n.author_id for n in t.notes} | {
         c.assignee_id for c in t.cases if c.assignee_id}
     names = names_of(node, p.org_id, ids)
+    # Every readable message's reading at once (one statement for their attachments, not four a message).
+    views = viewing.view_rows(node, rows=[r for r in t.messages if _readable(t, r)], purges=t.purges,
+                              remote_images_for=images_for)
     items: list[Item] = []
     for kind, row in t.order():
         if kind == "message":
-            items.append(Item("message", row.received_at.isoformat(),
-                              _message(node, person, t, row, remote_images=images_for == row.id)))
+            items.append(Item("message", row.received_at.isoformat(), _message(t, row, views)))
         elif kind == "send":
             r, grant = row
             items.append(Item("send", r.sealed_at.isoformat(), _send(node, t, r, grant, names)))

@@ -25,10 +25,13 @@ from mailnode.search import run as search_run
 from mailnode.search.query import FILTER_HELP
 from mailnode.web.render import env, page
 from mailnode.web.session import CsrfDep, PersonDep
+from mailnode.web.words import automated_words, send_automated_words
 
 router = APIRouter(include_in_schema=False)
 
 env.filters["age_words"] = age_words
+env.filters["automated_words"] = automated_words
+env.filters["send_automated_words"] = send_automated_words
 
 
 def _node(request: Request) -> Node:

@@ -1,6 +1,7 @@
-"""The words the conversation page shows for the reading vocabularies: an attachment's danger and why a
-message is automated. Pure, total over their enums (a test generated from each enum checks it); a value
-never seen fails closed with words that say so."""
+"""The words the web pages show for the reading vocabularies: an attachment's danger, why a message is
+automated, and why one of our own sends is (its ``Auto-Submitted`` value). The conversation page and the
+queue's rows (``templates/queue/_rows.html``) read the same tables. Pure, total over their vocabularies (a
+test generated from each checks it); a value never seen fails closed with words that say so."""
 
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ AUTOMATED_WORDS: dict[Reason, str] = {
 }
 
 
+#: Why one of our own sends is automated: its ``Auto-Submitted`` value, in words. Total over
+#: ``outbound.render.AUTO_SUBMITTED_VALUES`` (a test checks it).
+SEND_AUTOMATED_WORDS: dict[str, str] = {
+    "auto-replied": "An automatic answer (a Butler's reply), marked Auto-Submitted: auto-replied.",
+    "auto-generated": "A notice the node wrote by itself, marked Auto-Submitted: auto-generated.",
+}
+
+
 def danger_words(value: str | None) -> str | None:
     """The warning for an attachment's ``danger`` (None when it has none); unknown values fail closed."""
     if value is None:
@@ -48,3 +57,14 @@ def automated_words(value: str | None) -> str | None:
         return AUTOMATED_WORDS[Reason(value)]
     except ValueError:
         return f"Marked automated for a reason mailnode does not know ({value!r})."
+
+
+def send_automated_words(value: str | None) -> str | None:
+    """Why one of our sends is automated (its ``Auto-Submitted`` value), in words (None when it is not);
+    unknown values say so."""
+    if value is None:
+        return None
+    found = SEND_AUTOMATED_WORDS.get(value)
+    if found is None:
+        return f"Marked automated for a reason mailnode does not know ({value!r})."
+    return found

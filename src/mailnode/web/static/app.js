@@ -1,7 +1,7 @@
 // mailnode web inbox: the small own JavaScript every page loads (no build step, no CDN).
 // mailnode.post(url, data): a POST carrying the page's CSRF token; mailnode.keys.bind(key, description, fn):
 // keyboard shortcuts, listed in the "?" help overlay; mailnode.poll(url, seconds, fn): fetch url every
-// `seconds` and hand the JSON (or text) to fn.
+// `seconds` and hand the JSON (or text) to fn. <html data-keys-ready="true"> once the page's keys are bound.
 "use strict";
 (function () {
   function csrfToken() {
@@ -95,4 +95,10 @@
   window.mailnode = { post: post, poll: poll, keys: { bind: bind, list: function () { return bindings.slice(); } },
                       csrfToken: csrfToken };
   bind("?", "Show or hide this list of keys", function () { toggleHelp(); });
+  // Every deferred script (the page's own bindings) has run by DOMContentLoaded: say so on <html>, so a
+  // keyboard user's tools (and the browser tests) know the page's keys are bound. A key pressed before
+  // that, while the page is still loading, is not seen by the page.
+  document.addEventListener("DOMContentLoaded", function () {
+    document.documentElement.setAttribute("data-keys-ready", "true");
+  });
 })();

@@ -80,11 +80,18 @@
     document.querySelectorAll('input[name="case_id"]:checked').forEach(function (b) { ticked[b.value] = true; });
     var row = current();
     var key = row ? row.getAttribute("data-key") : null;
+    // Replacing the rows drops the focused link with them: the selection (and the focus, when it was on a
+    // row) follows the selected conversation to where it now is, so j/k/Enter carry on from it.
+    var focused = rows.contains(document.activeElement);
     rows.innerHTML = body.rows;
     document.querySelectorAll('input[name="case_id"]').forEach(function (b) { if (ticked[b.value]) { b.checked = true; } });
-    if (key) {
-      var i = all().map(function (tr) { return tr.getAttribute("data-key"); }).indexOf(key);
-      if (i >= 0) { selected = i; all()[i].classList.add("selected"); }
+    if (selected < 0) { return; }
+    var i = key ? all().map(function (tr) { return tr.getAttribute("data-key"); }).indexOf(key) : -1;
+    if (i < 0) { i = selected; }  // the selected conversation left this view: keep the place in the list
+    if (!all().length) { selected = -1; return; }
+    if (focused) { select(i); } else {
+      selected = Math.max(0, Math.min(i, all().length - 1));
+      all()[selected].classList.add("selected");
     }
   });
 })();
