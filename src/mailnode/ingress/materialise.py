@@ -6,8 +6,8 @@ receipt whose materialisation raises or was attempted too often without finishin
 Idempotent: the receipt's ``materialised_at`` is set by a conditional update (``IS NULL``) in the same
 transaction as everything it creates, so materialising twice (a DBOS retry, the repair scan, ``ingest``
 racing ``serve``) changes nothing the second time. The message's id is the receipt's ULID
-(``ids.sibling_id``), so messages sort in arrival order whichever materialisation finishes first. The message is indexed for search (``search.index``)
-in the same transaction. Never raises on the message's content: a message that
+(``ids.sibling_id``), so messages sort in arrival order whichever materialisation finishes first. The
+message is indexed for search (``search.index``) in the same transaction. Never raises on the message's content: a message that
 does not parse is stored with its ``parse_error`` and raw bytes. An unreadable delivery report is kept
 as a message and logged with the stable token ``delivery_report.unreadable``.
 """
