@@ -202,3 +202,46 @@ def api(node: Node) -> Any:
 def bearer(token: str) -> dict[str, str]:
     """The Authorization header for ``token``."""
     return {"Authorization": f"Bearer {token}"}
+
+
+#: The session's exit status, kept by ``pytest_sessionfinish`` for ``pytest_unconfigure``.
+_EXIT: dict[str, int] = {}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remember the exit status (``pytest_unconfigure`` may need to exit with it itself)."""
+    _EXIT["status"] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Exit with the session's status, naming them, when DBOS executor threads are still blocked.
+
+    A run started in-process from sync code submits its coroutine to the event loop DBOS adopted at launch;
+    when a test's loop stopped before that coroutine ran, the executor thread waits on it forever, and the
+    interpreter's exit joins every executor thread, so a finished suite hung (CI ran into its limit after
+    printing "5568 passed"). The results are printed by now; the served-node stop tests show ``serve`` itself
+    exits. Nothing is hidden: the threads are named on standard error.
+    """
+    import sys
+    import threading
+
+    frames = sys._current_frames()
+
+    def waits_on_a_loop(thread: threading.Thread) -> bool:
+        frame = frames.get(thread.ident or -1)
+        while frame is not None:
+            if frame.f_code.co_name == "submit_coroutine":
+                return True
+            frame = frame.f_back
+        return False
+
+    stuck = [t.name for t in threading.enumerate() if t.is_alive() and not t.daemon and waits_on_a_loop(t)]
+    if not stuck or "status" not in _EXIT:
+        return
+    print(f"\n{len(stuck)} DBOS executor thread(s) still blocked at exit ({', '.join(stuck)}): exiting "
+          f"with the session's status {_EXIT['status']} without joining them", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_EXIT["status"])
