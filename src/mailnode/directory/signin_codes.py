@@ -22,10 +22,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode import audit, budgets
-from mailnode.audit import audit_entries
 from mailnode.directory.contact_tables import contact_addresses, signin_codes
 from mailnode.directory.secret import node_secret
 from mailnode.directory.verification import (
@@ -37,9 +35,9 @@ from mailnode.directory.verification import (
     issue,
     may_request,
     mint_code,
-    utc_day_bounds,
     verify,
 )
+from mailnode.directory import verification_io
 from mailnode.directory.verification_io import lock_person
 from mailnode.errors import MailnodeError
 from mailnode.governance import provider_io
@@ -79,31 +77,18 @@ def person_for(conn: Connection, address: str) -> Person | None:
 
 
 def read_record(conn: Connection, user_id: str) -> VerificationRecord | None:
-    """The person's sign-in code record, or None."""
-    row = conn.execute(select(signin_codes).where(signin_codes.c.user_id == user_id)).first()
-    if row is None:
-        return None
-    return VerificationRecord(user_id=row.user_id, address=row.address, code_hash=row.code_hash,
-                              sent_at=row.sent_at, expires_at=row.expires_at, attempts=int(row.attempts))
+    """The person's sign-in code record, or None (``verification_io.read_record`` on ``signin_codes``)."""
+    return verification_io.read_record(conn, user_id, table=signin_codes)
 
 
 def write_record(conn: Connection, org_id: str, record: VerificationRecord, send_id: str | None = None) -> None:
     """Insert or replace the person's sign-in code record (one per person)."""
-    values = {"org_id": org_id, "address": record.address, "code_hash": record.code_hash,
-              "sent_at": record.sent_at, "expires_at": record.expires_at, "attempts": record.attempts,
-              "send_id": send_id}
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    stmt = insert(signin_codes).values(user_id=record.user_id, **values)
-    conn.execute(stmt.on_conflict_do_update(index_elements=["user_id"], set_=values))
+    verification_io.write_record(conn, org_id, record, send_id, table=signin_codes)
 
 
 def codes_today(conn: Connection, org_id: str, user_id: str, now: datetime) -> int:
     """The person's sign-in code requests in the UTC day holding ``now`` (one statement)."""
-    start, end = utc_day_bounds(now)
-    a = audit_entries.c
-    return int(conn.execute(select(func.count()).select_from(audit_entries).where(
-        a.org_id == org_id, a.action == CODE_REQUESTED, a.at >= start, a.at < end,
-        a.actor_id == user_id)).scalar_one())
+    return verification_io.codes_today(conn, org_id, user_id, now, action=CODE_REQUESTED)
 
 
 #: The refusal of each outcome that is not a success: (code, status, what, why, fix). Total over

@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import Connection, Table, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode import audit, budgets
@@ -64,32 +64,36 @@ def lock_person(conn: Connection, user_id: str) -> None:
     conn.execute(select(users.c.id).where(users.c.id == user_id).with_for_update())
 
 
-def read_record(conn: Connection, user_id: str) -> VerificationRecord | None:
-    """The person's verification record, or None."""
-    row = conn.execute(select(verification_records).where(verification_records.c.user_id == user_id)).first()
+def read_record(conn: Connection, user_id: str, table: Table = verification_records) -> VerificationRecord | None:
+    """The person's code record in ``table`` (contact-address codes by default; ``signin_codes`` shares the
+    shape), or None."""
+    row = conn.execute(select(table).where(table.c.user_id == user_id)).first()
     if row is None:
         return None
     return VerificationRecord(user_id=row.user_id, address=row.address, code_hash=row.code_hash,
                               sent_at=row.sent_at, expires_at=row.expires_at, attempts=int(row.attempts))
 
 
-def codes_today(conn: Connection, org_id: str, user_id: str, now: datetime) -> int:
-    """The person's code requests in the UTC day holding ``now`` (``CODE_REQUESTED`` audit entries they
-    wrote, sent or not). One statement, on ``ix_audit_entries_action`` (org, action, at)."""
+def codes_today(conn: Connection, org_id: str, user_id: str, now: datetime, action: str = CODE_REQUESTED) -> int:
+    """The person's code requests in the UTC day holding ``now`` (``action`` audit entries they wrote, sent
+    or not; contact-address codes by default). One statement, on ``ix_audit_entries_action`` (org, action,
+    at)."""
     start, end = utc_day_bounds(now)
     a = audit_entries.c
     return int(conn.execute(select(func.count()).select_from(audit_entries).where(
-        a.org_id == org_id, a.action == CODE_REQUESTED, a.at >= start, a.at < end,
+        a.org_id == org_id, a.action == action, a.at >= start, a.at < end,
         a.actor_id == user_id)).scalar_one())
 
 
-def write_record(conn: Connection, org_id: str, record: VerificationRecord, send_id: str | None = None) -> None:
-    """Insert or replace the person's record (one per person)."""
+def write_record(conn: Connection, org_id: str, record: VerificationRecord, send_id: str | None = None,
+                 table: Table = verification_records) -> None:
+    """Insert or replace the person's record in ``table`` (one per person; contact-address codes by
+    default)."""
     values = {"org_id": org_id, "address": record.address, "code_hash": record.code_hash,
               "sent_at": record.sent_at, "expires_at": record.expires_at, "attempts": record.attempts,
               "send_id": send_id}
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    stmt = insert(verification_records).values(user_id=record.user_id, **values)
+    stmt = insert(table).values(user_id=record.user_id, **values)
     conn.execute(stmt.on_conflict_do_update(index_elements=["user_id"], set_=values))
 
 
