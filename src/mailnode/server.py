@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from mailnode import logs, runtime
+from mailnode import logs, runtime, wiring
 from mailnode.api.app import create_app
 from mailnode.config import Settings
 from mailnode.ingress import workflows
@@ -42,7 +42,7 @@ def run_server(settings: Settings) -> None:
         node = Node.open(settings)
         stack.callback(node.close)
         outbound_workflows.recover_own_claims(node)
-        runtime.launch(node)
+        wiring.launch(node)
         stack.callback(runtime.shutdown)
         apply_schedules(settings)
         workflows.scan_unmaterialised()

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode.butler.tables import butler_versions, butlers
 from mailnode.db.engine import make_engine
-from mailnode.db.schema import metadata
+from mailnode.schema import metadata
 from mailnode.directory.tables import organisations
 from mailnode.ids import new_id
 from tests.conftest import BACKEND, PG_URL

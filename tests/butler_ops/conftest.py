@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from mailnode.authz import grant_unchecked
 from mailnode.butler.run_tables import butler_pauses
-from mailnode.db.schema import metadata
+from mailnode.schema import metadata
 from mailnode.directory.people import create_user
 from mailnode.directory.tokens import create_token
 from mailnode.outbound.tables import send_manifests

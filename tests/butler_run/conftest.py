@@ -21,7 +21,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from sqlalchemy import select
 
-from mailnode import runtime
+from mailnode import runtime, wiring
 from mailnode.butler.run_tables import LIVE_STATES, butler_run_effects, butler_runs
 from mailnode.config import Settings
 from mailnode.ingress import receipts, routing
@@ -64,7 +64,7 @@ def settings(tmp_path: Path, database_url: str) -> Settings:
 @pytest.fixture
 def dbos(node: Node, installed: Any) -> Iterator[Node]:
     """DBOS launched in this process over ``node`` (destroyed at the end of the test)."""
-    runtime.launch(node, role="test")
+    wiring.launch(node, role="test")
     try:
         yield node
     finally:

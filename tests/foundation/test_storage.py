@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from mailnode import authz
 from mailnode.db import migrate
-from mailnode.db.schema import metadata
+from mailnode.schema import metadata
 from mailnode.directory.tables import organisations
 from mailnode.search.tables import include_name
 

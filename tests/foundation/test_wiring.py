@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mailnode import runtime
+from mailnode import runtime, wiring
 from mailnode.butler.trigger import trigger_workflow
 from mailnode.errors import MailnodeError
 from mailnode.ingress import workflows
@@ -25,15 +25,25 @@ def hooks() -> Iterator[None]:
 
 def test_the_composition_root_wires_the_butler_trigger_once(hooks: None) -> None:
     workflows.wire_after_materialise()
-    runtime.wire_hooks()
-    runtime.wire_hooks()
+    wiring.wire_hooks()
+    wiring.wire_hooks()
     assert workflows.AFTER_MATERIALISE == [trigger_workflow]
-    workflows.require_wired()
+    runtime.require_wired()
 
 
 def test_an_unwired_hook_is_an_error_not_a_skip(hooks: None) -> None:
     workflows.wire_after_materialise()
     with pytest.raises(MailnodeError) as caught:
-        workflows.require_wired()
+        runtime.require_wired()
     assert caught.value.code == "E_HOOK_UNWIRED"
+    assert caught.value.detail == {"unwired": ["ingress.after_materialise"]}
     assert "Butler" in caught.value.why
+
+
+def test_launch_refuses_to_start_unwired(hooks: None, node: object) -> None:
+    """``runtime.launch`` itself checks, so a process that skips the composition root cannot start."""
+    workflows.wire_after_materialise()
+    with pytest.raises(MailnodeError) as caught:
+        runtime.launch(node)  # type: ignore[arg-type]
+    assert caught.value.code == "E_HOOK_UNWIRED"
+    assert runtime.launched_executor_id() is None

@@ -1,7 +1,7 @@
 """The trigger: a materialised delivery starts one run of every published Butler listening on its address.
 
 Seed 003 "The trigger, and the instance id"; spec/butler.md §5. ``trigger_workflow(message_id)`` is
-wired into ``ingress.workflows.AFTER_MATERIALISE`` by ``runtime.wire_hooks`` and so runs as a child of the materialisation
+wired into ``ingress.workflows.AFTER_MATERIALISE`` by ``mailnode.wiring.wire_hooks`` and so runs as a child of the materialisation
 workflow. Its one step (``open_runs``) reads the delivery's facts, reads every published version of
 the organisation, keeps those whose ``trigger`` is ``mail.received`` on the delivered-to address
 (trimmed, case-insensitive; the trigger is read from the stored JSON alone, so a hand-edited program

@@ -69,8 +69,8 @@ def materialise_workflow(receipt_id: str) -> str | None:
 
 #: Steps that run after a message exists. Each takes the message id and must be a DBOS step or workflow call,
 #: so a resumed workflow does not repeat it. Ingress does not import the layers above it: the composition
-#: root (``runtime.launch``, through ``runtime.wire_hooks``) wires the Butler trigger here at start-up, and
-#: ``require_wired`` makes a launch without that wiring an error instead of a silent skip (issue 18).
+#: root (``mailnode.wiring``) wires the Butler trigger here at start-up, and the hook is declared to the
+#: runtime so a launch without that wiring is an error (``E_HOOK_UNWIRED``) instead of a silent skip (issue 18).
 AFTER_MATERIALISE: list[Callable[[str], object]] = []
 
 
@@ -80,16 +80,8 @@ def wire_after_materialise(*hooks: Callable[[str], object]) -> None:
     AFTER_MATERIALISE[:] = hooks
 
 
-def require_wired() -> None:
-    """Raise ``E_HOOK_UNWIRED`` (500) when no step is wired to run after materialisation.
-
-    Without one, every delivery would skip the Butler trigger without a word.
-    """
-    if not AFTER_MATERIALISE:
-        raise MailnodeError(code="E_HOOK_UNWIRED", what="No step is wired to run after a message is materialised.",
-                            why="The composition root did not wire the Butler trigger into ingress, so deliveries "
-                                "would start no Butler run.",
-                            fix="Launch through runtime.launch, which calls runtime.wire_hooks.", status=500)
+runtime.declare_hook("ingress.after_materialise", lambda: bool(AFTER_MATERIALISE),
+                     "Without the Butler trigger wired into ingress, every delivery would start no Butler run.")
 
 
 def start(receipt_ids: list[str], redrives: dict[str, int] | None = None) -> None:

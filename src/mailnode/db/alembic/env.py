@@ -10,7 +10,7 @@ from alembic import context
 from alembic.runtime.migration import MigrationContext, MigrationInfo
 
 from mailnode.db.engine import make_engine
-from mailnode.db.schema import metadata
+from mailnode.schema import metadata
 from mailnode.search.tables import include_name
 
 config = context.config
