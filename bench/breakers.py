@@ -30,7 +30,7 @@ from mailnode.governance import breakers
 from mailnode.ids import new_id
 from mailnode.install import initialise
 from mailnode.node import Node
-from mailnode.outbound.tables import send_manifests, send_recipient_events, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
 
 KINDS = ("delivered", "bounced", "complained", "deferred", "delivery_report")
 CHUNK = 20_000

@@ -28,11 +28,11 @@ from sqlalchemy import select, update
 from mailnode import budgets
 from mailnode.config import Settings
 from mailnode.install import initialise
-from mailnode.mail.tables import mailboxes
+from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from mailnode.outbound.transports.smtp import SmtpTransport
 
 

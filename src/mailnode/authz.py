@@ -15,9 +15,9 @@ from typing import Any, Literal
 from sqlalchemy import Connection, delete, or_, select
 
 from mailnode import audit
-from mailnode.butler.tables import butlers
-from mailnode.directory.contact_tables import applications
-from mailnode.directory.tables import organisations, relationship_tuples, team_members, teams, users
+from mailnode.schema.butler import butlers
+from mailnode.schema.directory_contacts import applications
+from mailnode.schema.directory import organisations, relationship_tuples, team_members, teams, users
 from mailnode.errors import MailnodeError, invalid, not_an_administrator, not_found
 from mailnode.ids import new_id, parse_id, prefix_of
 

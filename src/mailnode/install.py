@@ -16,7 +16,7 @@ from mailnode import audit
 from mailnode.authz import MAILBOX_RELATIONS, grant_unchecked
 from mailnode.directory.domains import add_domain, normalise_domain
 from mailnode.directory.people import create_user
-from mailnode.directory.tables import organisations
+from mailnode.schema.directory import organisations
 from mailnode.directory.tokens import create_token
 from mailnode.errors import conflict, invalid
 from mailnode.ids import new_id

@@ -29,8 +29,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from mailnode.butler.run_tables import butler_runs
-from mailnode.directory.tables import organisations
+from mailnode.schema.butler_runs import butler_runs
+from mailnode.schema.directory import organisations
 from mailnode.governance import breakers, provider_io
 from mailnode.governance.provider import (
     BreakerState,
@@ -41,7 +41,7 @@ from mailnode.governance.provider import (
 )
 from mailnode.node import Node
 from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 
 #: Process-wide counters (they survive between scrapes).
 COUNTERS = CollectorRegistry(auto_describe=True)

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import update
 
 from mailnode import budgets
-from mailnode.directory.tables import api_tokens
+from mailnode.schema.directory import api_tokens
 from tests.api.conftest import Cast, h
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 
 from mailnode import budgets
 from mailnode.butler.check import check
-from mailnode.butler.tables import butler_versions
+from mailnode.schema.butler import butler_versions
 
 from .conftest import People, audit_of, docs_example, program
 

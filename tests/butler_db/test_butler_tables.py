@@ -17,10 +17,10 @@ from sqlalchemy import Connection, create_engine, delete, insert, select, text, 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from mailnode.butler.tables import butler_versions, butlers
+from mailnode.schema.butler import butler_versions, butlers
 from mailnode.db.engine import make_engine
 from mailnode.schema import metadata
-from mailnode.directory.tables import organisations
+from mailnode.schema.directory import organisations
 from mailnode.ids import new_id
 from tests.conftest import BACKEND, PG_URL
 

@@ -19,7 +19,7 @@ import pytest
 from dbos import DBOS, SetWorkflowID
 
 from mailnode.butler.engine import run_butler
-from mailnode.butler.run_tables import LIVE_STATES
+from mailnode.schema.butler_runs import LIVE_STATES
 from mailnode.butler.simulate import WOULD
 from mailnode.butler.trigger import open_runs_in
 from mailnode.demo import programs as demo

@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import event, text
 
 from mailnode.butler import lifecycle, pause
-from mailnode.butler.run_tables import butler_run_effects, butler_runs
+from mailnode.schema.butler_runs import butler_run_effects, butler_runs
 from mailnode.ids import new_id
-from mailnode.mail.message_tables import message_ids
+from mailnode.schema.mail_messages import message_ids
 from mailnode.mail.threading import start_conversation
 from mailnode.node import Node
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
 from tests.butler_ops.conftest import World, message
 from tests.butler_run.conftest import ack_program

@@ -9,7 +9,7 @@ from email import message_from_bytes
 from sqlalchemy import select, update
 
 from mailnode.audit import audit_entries
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 from tests.butler_ops.conftest import World, message, send_of
 from tests.butler_run.conftest import ack_program
 

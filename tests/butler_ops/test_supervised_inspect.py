@@ -82,7 +82,7 @@ def test_a_supervised_grant_nobody_can_approve_is_refused_and_writes_nothing(wor
 
 
 def person_id(world: World, email: str) -> str:
-    from mailnode.directory.tables import users
+    from mailnode.schema.directory import users
 
     with world.node.read() as conn:
         return str(conn.execute(select(users.c.id).where(users.c.email == email)).scalar_one())

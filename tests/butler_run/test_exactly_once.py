@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from mailnode.butler import engine
 from mailnode.butler.authority import Ceiling
 from mailnode.butler.walk import EffectCall
-from mailnode.outbound.tables import drafts
+from mailnode.schema.outbound import drafts
 from tests.butler_run.conftest import MAILBOX, World, message, program
 
 

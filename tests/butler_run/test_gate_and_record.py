@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
-from mailnode.butler.run_tables import butler_runs
-from mailnode.butler.tables import butler_versions
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.butler_runs import butler_runs
+from mailnode.schema.butler import butler_versions
+from mailnode.schema.outbound import send_manifests
 from tests.butler_run.conftest import World, ack_program, message, program
 from tests.conftest import bearer
 

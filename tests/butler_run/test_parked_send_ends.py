@@ -12,7 +12,7 @@ from dbos import DBOS
 from sqlalchemy import select
 
 from mailnode.audit import audit_entries
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
 from tests.butler_run.conftest import World, ack_program, message
 

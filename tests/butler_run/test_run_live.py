@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from mailnode.butler import trigger
-from mailnode.outbound.tables import drafts, send_manifests
+from mailnode.schema.outbound import drafts, send_manifests
 from tests.butler_run.conftest import MAILBOX, World, ack_program, docs_examples, message, program
 
 

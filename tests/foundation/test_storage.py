@@ -12,8 +12,8 @@ from sqlalchemy import select
 from mailnode import authz
 from mailnode.db import migrate
 from mailnode.schema import metadata
-from mailnode.directory.tables import organisations
-from mailnode.search.tables import include_name
+from mailnode.schema.directory import organisations
+from mailnode.schema.search import include_name
 
 
 def test_migrations_and_tables_agree(node: Any) -> None:

@@ -13,7 +13,7 @@ from mailnode.directory.people import create_user
 from mailnode.directory.tokens import create_token
 from mailnode.ids import new_id
 from mailnode.node import Node
-from mailnode.outbound.tables import send_manifests, send_recipient_events, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from mailnode.audit import audit_entries
 from mailnode.governance import gatefacts
-from mailnode.governance.tables import approvals, domain_pauses
+from mailnode.schema.governance import approvals, domain_pauses
 from tests.governance.conftest import World
 
 

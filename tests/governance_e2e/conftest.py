@@ -14,9 +14,9 @@ from sqlalchemy import select, update
 from mailnode.audit import audit_entries
 from mailnode.authz import grant_unchecked
 from mailnode.directory.domains import add_domain
-from mailnode.governance.tables import approvals, breaker_limits
+from mailnode.schema.governance import approvals, breaker_limits
 from mailnode.mail.mailboxes import create_mailbox
-from mailnode.mail.tables import mailboxes
+from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
 from mailnode.outbound import dispatch
 from tests.governance.conftest import Person, World

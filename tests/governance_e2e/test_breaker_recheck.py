@@ -11,7 +11,7 @@ from mailnode import budgets
 from mailnode.authz import MAILBOX_RELATIONS, grant_unchecked
 from mailnode.directory.domains import add_domain
 from mailnode.directory.people import create_user
-from mailnode.directory.tables import organisations
+from mailnode.schema.directory import organisations
 from mailnode.ids import new_id
 from mailnode.mail.mailboxes import create_mailbox
 from mailnode.outbound import dispatch

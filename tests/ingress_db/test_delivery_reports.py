@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
-from mailnode.mail.message_tables import messages
-from mailnode.outbound.tables import send_recipient_events
+from mailnode.schema.mail_messages import messages
+from mailnode.schema.outbound import send_recipient_events
 from tests.corpus import CORPUS
 
 

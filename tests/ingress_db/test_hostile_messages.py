@@ -29,7 +29,7 @@ from mailnode.config import Settings
 from mailnode.install import initialise
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
-from mailnode.mail.message_tables import messages
+from mailnode.schema.mail_messages import messages
 from mailnode.node import Node
 from sqlalchemy import select
 from tests.support import bombs

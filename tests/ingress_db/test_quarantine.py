@@ -24,7 +24,7 @@ from mailnode.cli import app
 from mailnode.doctor.checks import run_checks
 from mailnode.ingress import quarantine, receipts, routing
 from mailnode.ingress.materialise import materialise_or_quarantine
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 
 H = lambda token: {"Authorization": f"Bearer {token}"}
 RAW = (b"From: someone@remote.test\r\nTo: support@example.test\r\nSubject: set aside\r\n"

@@ -14,7 +14,7 @@ from tests.ingress.test_ingress_reading import PDF, PNG, UNSAFE, newsletter, pdf
 from mailnode.directory.tokens import create_token
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
-from mailnode.mail.message_tables import message_attachments, messages
+from mailnode.schema.mail_messages import message_attachments, messages
 
 
 def _h(token: str) -> dict[str, str]:

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import func, select
 from tests.ingress_db.test_smtp_listener import H, wait_materialised
 
-from mailnode.ingress.tables import ingress_receipts
-from mailnode.mail.message_tables import conversations, messages
+from mailnode.schema.ingress import ingress_receipts
+from mailnode.schema.mail_messages import conversations, messages
 
 RAW = (b"From: someone@remote.test\r\nTo: support@example.test\r\nSubject: once\r\n"
        b"Message-ID: <once@remote.test>\r\n\r\nhello\r\n")

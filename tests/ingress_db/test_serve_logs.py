@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from mailnode.config import Settings
 from mailnode.db.engine import make_engine
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 from tests.corpus import CORPUS
 from tests.support.served import Served, served_env
 

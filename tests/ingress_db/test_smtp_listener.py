@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from mailnode.errors import MailnodeError
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 from mailnode.mail import cases as cases_mod
 from tests.corpus import CORPUS
 

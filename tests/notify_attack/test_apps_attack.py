@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from mailnode.directory.contact_tables import applications
+from mailnode.schema.directory_contacts import applications
 from tests.conftest import bearer
 
 from .conftest import Org

@@ -33,7 +33,7 @@ from mailnode.notices.rules import (
 )
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
 from tests.conftest import bearer
 

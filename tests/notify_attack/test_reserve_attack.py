@@ -35,7 +35,7 @@ from mailnode.governance.provider import (
 )
 from mailnode.outbound import sweeper
 from mailnode.outbound.classes import MailClass
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from tests.conftest import bearer
 from tests.notify_io.conftest import T0
 from tests.support.resend_emulator import Fault

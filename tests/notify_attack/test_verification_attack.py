@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from mailnode import budgets
-from mailnode.directory.contact_tables import verification_records
+from mailnode.schema.directory_contacts import verification_records
 from tests.conftest import bearer
 from tests.support.resend_emulator import Fault
 

@@ -25,10 +25,10 @@ from mailnode.clock import FrozenClock
 from mailnode.config import Settings
 from mailnode.governance import provider_io
 from mailnode.governance.provider import ProviderStatus
-from mailnode.mail.tables import mailboxes
+from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
 from mailnode.outbound.seal import Sealed, SealRequest, seal
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from tests.support.resend_emulator import EmulatorConfig, ResendEmulator
 
 #: A Tuesday morning, far from a month's end.

@@ -109,7 +109,7 @@ def test_a_stored_reading_above_the_limit_is_ignored_at_the_read_with_a_loud_log
         org: Org, caplog: pytest.LogCaptureFixture) -> None:
     from sqlalchemy import update
 
-    from mailnode.governance.provider_tables import provider_status
+    from mailnode.schema.governance_provider import provider_status
 
     org.deferrable()
     sweeper.run_pass(org.node)

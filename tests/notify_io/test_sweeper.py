@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select, update
 
 from mailnode import authz, budgets
-from mailnode.directory.tables import relationship_tuples
+from mailnode.schema.directory import relationship_tuples
 from mailnode.outbound import sweeper
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from tests.governance.conftest import World
 from tests.support.resend_emulator import Fault
 

@@ -16,7 +16,7 @@ from mailnode.doctor.notify_checks import system_sender_missing_finding, system_
 from mailnode.errors import conflict
 from mailnode.node import Node
 from mailnode.notices import io as notices_io
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from tests.governance_e2e.conftest import Org, sink  # noqa: F401  (the sink fixture Org needs)
 
 PAUSE = {"pause_id": "dpz_01JDKZ8Q4M6V8R2T0W3X5Y7Z9D", "domain": "example.test", "reason": "a leaked key",

@@ -9,13 +9,13 @@ import pytest
 from sqlalchemy import func, select
 
 from mailnode import audit
-from mailnode.governance.tables import breaker_limits
+from mailnode.schema.governance import breaker_limits
 from mailnode.ids import new_id
 from mailnode.notices import io as notices_io
-from mailnode.notices.tables import notices
-from mailnode.outbound.tables import send_manifests, send_recipient_events
+from mailnode.schema.notices import notices
+from mailnode.schema.outbound import send_manifests, send_recipient_events
 from mailnode.retention import io as retention_io
-from mailnode.retention.tables import retained_content
+from mailnode.schema.retention import retained_content
 from tests.governance.conftest import World
 
 

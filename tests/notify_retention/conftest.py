@@ -12,7 +12,7 @@ from sqlalchemy import select
 from mailnode.audit import audit_entries
 from mailnode.ids import new_id
 from mailnode.node import Node
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 from tests.governance.conftest import World
 
 

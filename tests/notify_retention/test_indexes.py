@@ -15,7 +15,7 @@ from sqlalchemy import Select, select
 
 from mailnode.node import Node
 from mailnode.outbound import sweeper
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
 
 

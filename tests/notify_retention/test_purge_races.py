@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, select, update
 
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import io as retention_io
-from mailnode.retention.tables import retained_content
+from mailnode.schema.retention import retained_content
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400

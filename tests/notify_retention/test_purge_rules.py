@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mailnode.mail.message_tables import messages
+from mailnode.schema.mail_messages import messages
 from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
 from mailnode.retention import rules as retention
 from mailnode.retention.rules import RetentionDecision, RetentionFacts, RetentionReason, Verdict, decide

@@ -11,7 +11,7 @@ from sqlalchemy import inspect, select, text
 
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import Materialised, materialise_receipt
-from mailnode.mail.message_tables import messages
+from mailnode.schema.mail_messages import messages
 from mailnode.node import Node
 from mailnode.retention import io as retention_io
 from tests.notify_retention.conftest import Retained

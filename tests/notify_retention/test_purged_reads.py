@@ -12,10 +12,10 @@ from sqlalchemy import select, update
 from mailnode.errors import MailnodeError
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
-from mailnode.outbound.tables import send_recipients
+from mailnode.schema.outbound import send_recipients
 from mailnode.retention import io as retention_io
 from mailnode.retention import rules as retention
-from mailnode.retention.tables import retained_content
+from mailnode.schema.retention import retained_content
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400
@@ -102,7 +102,7 @@ def test_attachments_and_bodies_retention_deleted_read_as_deleted(org: Retained,
     assert (m["html_body"], m["text_body"], m["attachment_list"]) == (None, None, None)
     assert m["content_deleted"] is not None and m["attachments"] == 2
     with org.node.read() as conn:  # the file names and digests went with the content
-        from mailnode.mail.message_tables import message_attachments
+        from mailnode.schema.mail_messages import message_attachments
         assert conn.execute(select(message_attachments).where(message_attachments.c.message_id == mid)).all() == []
 
 
@@ -130,7 +130,7 @@ def test_a_blob_lost_without_a_purge_record_is_still_evidence_missing(org: Retai
         with org.node.begin() as conn:
             retention_io.enrol(conn, org_id=org.org_id)
     with org.node.read() as conn:
-        from mailnode.mail.message_tables import messages
+        from mailnode.schema.mail_messages import messages
         digest = conn.execute(select(messages.c.raw_sha256).where(messages.c.id == mid)).scalar_one()
     org.node.evidence._path(digest).unlink()
     lost = api.get(f"/api/messages/{mid}/raw", headers=org.admin.headers)

@@ -8,9 +8,9 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
-from mailnode.retention.tables import retained_content
+from mailnode.schema.retention import retained_content
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400

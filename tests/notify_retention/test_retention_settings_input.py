@@ -15,7 +15,7 @@ from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.retention import io as retention_io
 from mailnode.retention import rules as retention
-from mailnode.retention.tables import retention_settings
+from mailnode.schema.retention import retention_settings
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400

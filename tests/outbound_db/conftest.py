@@ -111,7 +111,7 @@ def deliver(listener: Any, raw: bytes, mail_from: str, rcpts: list[str]) -> None
 
     from sqlalchemy import func, select
 
-    from mailnode.ingress.tables import ingress_receipts
+    from mailnode.schema.ingress import ingress_receipts
 
     with smtplib.SMTP("127.0.0.1", listener.port_used) as s:
         s.sendmail(mail_from, rcpts, raw)

@@ -12,10 +12,10 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import OperationalError
 
 from mailnode import audit
-from mailnode.mail.tables import mailboxes
+from mailnode.schema.mail import mailboxes
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 
 SEALERS = 12
 SEALS_EACH = 10

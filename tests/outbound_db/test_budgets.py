@@ -13,7 +13,7 @@ def test_seal_and_dispatch_stay_within_their_statement_budgets(node: Any, instal
     with node.begin() as conn:
         from sqlalchemy import update
 
-        from mailnode.mail.tables import mailboxes
+        from mailnode.schema.mail import mailboxes
 
         conn.execute(update(mailboxes).values(hold_window_seconds=0))
     request = SealRequest(mailbox_id=installed.mailbox_id, to=["ann@remote.test"], subject="Hello", body="Hi")

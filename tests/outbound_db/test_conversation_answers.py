@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from mailnode.outbound import dispatch
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from tests.outbound_db.conftest import deliver, inbound
 
 H = lambda token: {"Authorization": f"Bearer {token}"}

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from mailnode.errors import MailnodeError
 from mailnode.outbound import dispatch
 from mailnode.outbound.states import SendState
-from mailnode.outbound.tables import drafts, send_manifests, send_recipients
+from mailnode.schema.outbound import drafts, send_manifests, send_recipients
 from mailnode.outbound.transports.base import Submission, SubmitOutcome, TransportCapabilities
 from tests.outbound_db.conftest import deliver, inbound
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from mailnode.directory.tables import users
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.directory import users
+from mailnode.schema.outbound import send_manifests
 from tests.outbound_db.conftest import deliver, inbound
 from tests.outbound_db.test_conversation_answers import H, _user
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from mailnode.outbound.tables import drafts, send_manifests
+from mailnode.schema.outbound import drafts, send_manifests
 from tests.conftest import bearer
 from tests.support.served import Served, served_env
 

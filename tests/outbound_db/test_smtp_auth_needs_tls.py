@@ -13,10 +13,10 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult
 from sqlalchemy import select, update
 
-from mailnode.mail.tables import mailboxes
+from mailnode.schema.mail import mailboxes
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.outbound.transports.smtp import SmtpTransport
 
 from .conftest import SinkHandler, free_port

@@ -16,7 +16,7 @@ from svix.webhooks import Webhook
 
 from mailnode.config import Settings
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.tables import send_recipient_events, send_recipients
+from mailnode.schema.outbound import send_recipient_events, send_recipients
 from tests.corpus import corpus
 
 CORPUS = corpus() / "webhooks"

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import func, select
 
 from mailnode.audit import audit_entries
-from mailnode.mail.message_tables import conversations, message_ids
-from mailnode.outbound.tables import drafts, send_manifests, send_recipients
+from mailnode.schema.mail_messages import conversations, message_ids
+from mailnode.schema.outbound import drafts, send_manifests, send_recipients
 from tests.notify_attack.conftest import Org, app_token, clock, emulator, mail_body, org, settings
 
 __all__ = ["Org", "app_token", "clock", "emulator", "mail_body", "org", "settings", "written"]

@@ -10,9 +10,9 @@ from sqlalchemy import func, select, text
 
 from mailnode import budgets
 from mailnode.db import migrate
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 from mailnode.search import index as search_index
-from mailnode.search.tables import search_documents
+from mailnode.schema.search import search_documents
 from tests.search.conftest import World, mail
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from mailnode.mail.message_tables import messages
+from mailnode.schema.mail_messages import messages
 from mailnode.mail.queue import QueueRow
 from mailnode.web.queue import env
 from tests.search.conftest import World, mail

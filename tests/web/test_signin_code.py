@@ -16,7 +16,7 @@ from sqlalchemy import update
 from mailnode import budgets
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
-from mailnode.mail.tables import mailboxes
+from mailnode.schema.mail import mailboxes
 from mailnode.outbound import sweeper
 from mailnode.outbound.seal import SealRequest, seal
 from tests.conftest import bearer

@@ -40,7 +40,7 @@ def test_what_the_page_warns_before_you_type(state: str | None, holder: str | No
 def _conversation(listener: Any, node: Any) -> tuple[str, str]:
     from sqlalchemy import select
 
-    from mailnode.mail.message_tables import cases
+    from mailnode.schema.mail_messages import cases
 
     deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
     with node.read() as conn:

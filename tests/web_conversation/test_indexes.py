@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import event, select
 
-from mailnode.mail.message_tables import messages
+from mailnode.schema.mail_messages import messages
 from mailnode.mail.thread import read_thread
 from tests.outbound_db.conftest import deliver, inbound
 

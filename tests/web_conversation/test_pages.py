@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from mailnode.mail.message_tables import cases, messages
+from mailnode.schema.mail_messages import cases, messages
 from tests.outbound_db.conftest import deliver, inbound
 from tests.web.conftest import csrf_of, sign_in
 
@@ -116,7 +116,7 @@ def test_an_attachment_downloads_with_the_session_and_the_api_headers(
 
 def test_a_reply_with_an_attachment_is_held_with_its_time_left_and_cancelled_inside_the_window(
         web: Any, node: Any, installed: Any, listener: Any) -> None:
-    from mailnode.outbound.tables import send_manifests
+    from mailnode.schema.outbound import send_manifests
 
     deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
     msg_id, conv, _ = _one(node)
@@ -224,7 +224,7 @@ def _send_form(web: Any, url: str, **fields: str) -> Any:
 
 def test_a_forward_and_a_new_message_are_sealed_like_the_api_seals_them(
         web: Any, node: Any, installed: Any, listener: Any, sink: Any) -> None:
-    from mailnode.outbound.tables import send_manifests
+    from mailnode.schema.outbound import send_manifests
 
     deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])
     msg_id, conv, _ = _one(node)
@@ -275,7 +275,7 @@ def test_a_reply_sent_while_a_colleague_holds_the_case_is_refused_in_words_and_s
     import html
 
     from mailnode.mail import cases as case_service
-    from mailnode.outbound.tables import send_manifests
+    from mailnode.schema.outbound import send_manifests
     from tests.web_conversation.test_collision import _person
 
     deliver(listener, inbound(), "customer@remote.test", ["support@example.test"])

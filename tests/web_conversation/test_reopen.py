@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from mailnode.mail.cases import reopen_refusal
-from mailnode.mail.message_tables import cases
+from mailnode.schema.mail_messages import cases
 from tests.conftest import bearer
 from tests.outbound_db.conftest import deliver, inbound
 

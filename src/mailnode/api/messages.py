@@ -28,8 +28,8 @@ from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_a
 from mailnode.ingress import viewing
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
-from mailnode.mail.message_tables import cases, messages
-from mailnode.outbound.tables import send_recipient_events
+from mailnode.schema.mail_messages import cases, messages
+from mailnode.schema.outbound import send_recipient_events
 from mailnode.retention import holds as hold_rules
 from mailnode.retention import io as retention_io
 

@@ -31,7 +31,7 @@ from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.mail.thread import body_of, grant_for
 from mailnode.outbound import reads, retry, submit
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 from mailnode.outbound.workflows import wake
 
 router = APIRouter(prefix="/api/sends", tags=["sends"])

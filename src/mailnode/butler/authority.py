@@ -28,8 +28,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, exists, false, func, literal, select, union_all
 from sqlalchemy.sql.elements import ColumnElement
 
-from mailnode.directory.tables import relationship_tuples, team_members
-from mailnode.mail.tables import mailbox_addresses
+from mailnode.schema.directory import relationship_tuples, team_members
+from mailnode.schema.mail import mailbox_addresses
 
 #: The effect-row reasons this module produces.
 CAPABILITY_NOT_DECLARED = "capability_not_declared"

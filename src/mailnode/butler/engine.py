@@ -67,7 +67,7 @@ from mailnode.butler import parked, record
 from mailnode.butler.ast import ButlerDocument
 from mailnode.butler.authority import Ceiling, Principal
 from mailnode.butler.check import check_stored
-from mailnode.butler.run_tables import TERMINAL_STATES
+from mailnode.schema.butler_runs import TERMINAL_STATES
 from mailnode.butler.walk import EffectCall, EffectResult, WalkResult, initial_state, walk
 
 log = logging.getLogger("mailnode.butler")

@@ -38,8 +38,8 @@ from mailnode import audit, budgets
 from mailnode.authz import is_admin, require_admin
 from mailnode.butler import canonical, pause
 from mailnode.butler.check import check
-from mailnode.butler.run_tables import butler_pauses
-from mailnode.butler.tables import butler_versions, butlers
+from mailnode.schema.butler_runs import butler_pauses
+from mailnode.schema.butler import butler_versions, butlers
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_found
 from mailnode.ids import new_id, parse_id
 

@@ -36,7 +36,7 @@ from sqlalchemy import Connection, select
 
 from mailnode import runtime
 from mailnode.butler import record
-from mailnode.butler.run_tables import butler_run_effects, butler_runs
+from mailnode.schema.butler_runs import butler_run_effects, butler_runs
 from mailnode.node import Node
 from mailnode.outbound.states import SendState
 

@@ -21,8 +21,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode.authz import is_admin
 from mailnode.butler.pause import in_force_on
-from mailnode.butler.run_tables import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
-from mailnode.butler.tables import butler_versions, butlers
+from mailnode.schema.butler_runs import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
+from mailnode.schema.butler import butler_versions, butlers
 from mailnode.errors import not_found
 from mailnode.ids import new_id
 

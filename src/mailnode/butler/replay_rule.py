@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from mailnode.butler.run_tables import butler_run_effects
+from mailnode.schema.butler_runs import butler_run_effects
 from mailnode.outbound.states import SendState, parse_state
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 
 #: The effect reasons the rule writes.
 IDENTICAL = "replay_identical_content"

@@ -27,7 +27,7 @@ def access_grant(
     from sqlalchemy import func, select
 
     from mailnode import authz
-    from mailnode.directory.tables import teams, users
+    from mailnode.schema.directory import teams, users
     from mailnode.mail.mailboxes import mailbox_by_address
 
     try:

@@ -48,7 +48,7 @@ def org_id_of(node: Any) -> str | None:
     """The id of the node's organisation, or None before ``mailnode init``."""
     from sqlalchemy import select
 
-    from mailnode.directory.tables import organisations
+    from mailnode.schema.directory import organisations
 
     with node.read() as conn:
         row = conn.execute(select(organisations.c.id)).first()

@@ -66,7 +66,7 @@ def ingest(
                 with node.read() as conn:
                     from sqlalchemy import select
 
-                    from mailnode.mail.message_tables import messages
+                    from mailnode.schema.mail_messages import messages
 
                     m = conn.execute(select(messages).where(messages.c.id == done.message_id)).one()
                 results.append({"file": str(path), "receipt_id": rid, "message_id": done.message_id,

@@ -43,7 +43,7 @@ def mailbox_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     from sqlalchemy import select
 
     from mailnode.mail.mailboxes import mailbox_json
-    from mailnode.mail.tables import mailboxes
+    from mailnode.schema.mail import mailboxes
 
     try:
         with org_node(data_dir) as (node, org_id):

@@ -17,8 +17,8 @@ from sqlalchemy import Connection, select
 
 from mailnode import audit, budgets
 from mailnode.authz import is_admin
-from mailnode.directory.contact_tables import applications
-from mailnode.directory.tables import api_tokens
+from mailnode.schema.directory_contacts import applications
+from mailnode.schema.directory import api_tokens
 from mailnode.directory.tokens import create_token
 from mailnode.errors import conflict, invalid, limit_exceeded, not_an_administrator, not_found
 from mailnode.ids import new_id

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, select
 
 from mailnode import audit
 from mailnode.authz import require_admin
-from mailnode.directory.tables import domains
+from mailnode.schema.directory import domains
 from mailnode.errors import conflict, invalid
 from mailnode.ids import new_id
 

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode import audit
 from mailnode.authz import require_admin
-from mailnode.directory.tables import team_members, teams, users
+from mailnode.schema.directory import team_members, teams, users
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import new_id, parse_id, prefix_of
 
@@ -176,7 +176,7 @@ def resolve_user(conn: Connection, org_id: str, user: str | None) -> Any:
 
     Raises ``E_NO_SUCH_USER`` (404).
     """
-    from mailnode.directory.tables import relationship_tuples
+    from mailnode.schema.directory import relationship_tuples
 
     q = select(users).where(users.c.org_id == org_id)
     if user:

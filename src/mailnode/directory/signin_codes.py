@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, select, update
 
 from mailnode import audit, budgets
-from mailnode.directory.contact_tables import contact_addresses, signin_codes
+from mailnode.schema.directory_contacts import contact_addresses, signin_codes
 from mailnode.directory.secret import node_secret
 from mailnode.directory.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,

@@ -29,10 +29,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode import audit, budgets
 from mailnode.audit import audit_entries
-from mailnode.directory.contact_tables import contact_addresses, verification_records
+from mailnode.schema.directory_contacts import contact_addresses, verification_records
 from mailnode.directory.people import require_person
 from mailnode.directory.secret import node_secret
-from mailnode.directory.tables import users
+from mailnode.schema.directory import users
 from mailnode.directory.verification import (
     RequestDecision,
     RequestOutcome,

@@ -28,7 +28,7 @@ from mailnode import budgets
 from mailnode.doctor.findings import NODE, Concern, Finding, Item, Severity, listed, not_observed
 from mailnode.governance import breakers, pauses
 from mailnode.node import Node
-from mailnode.outbound.tables import send_recipient_events, send_recipients
+from mailnode.schema.outbound import send_recipient_events, send_recipients
 
 
 def _no_org(name: str) -> Finding:

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from mailnode import budgets
 from mailnode.doctor.findings import Finding, Severity
 from mailnode.ingress import quarantine
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 from mailnode.node import Node
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from mailnode.directory.contact_tables import contact_addresses
-from mailnode.directory.tables import users
+from mailnode.schema.directory_contacts import contact_addresses
+from mailnode.schema.directory import users
 from mailnode.doctor.findings import Concern, Finding, Item, Severity, not_observed
 from mailnode.errors import MailnodeError
 from mailnode.governance import pauses, provider_io

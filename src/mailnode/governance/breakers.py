@@ -52,10 +52,10 @@ from sqlalchemy.sql.expression import Executable
 
 from mailnode import budgets
 from mailnode.clock import utc
-from mailnode.directory.tables import domains
+from mailnode.schema.directory import domains
 from mailnode.errors import MailnodeError
-from mailnode.governance.tables import breaker_limits, domain_pauses
-from mailnode.outbound.tables import send_recipient_events, send_recipients
+from mailnode.schema.governance import breaker_limits, domain_pauses
+from mailnode.schema.outbound import send_recipient_events, send_recipients
 
 #: How a transport reports delivery (``outbound.transports.base.DeliverySignals``).
 DeliverySignals = Literal["webhook", "dsn", "none"]

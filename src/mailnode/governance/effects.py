@@ -26,11 +26,11 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, select, update
 
-from mailnode.governance.supervised_tables import supervised_grants
-from mailnode.governance.tables import domain_pauses
+from mailnode.schema.governance_supervised import supervised_grants
+from mailnode.schema.governance import domain_pauses
 from mailnode.ids import prefix_of
-from mailnode.outbound.tables import send_manifests, send_recipients
-from mailnode.retention.tables import hold_lifts, holds
+from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.schema.retention import hold_lifts, holds
 
 AWAITING = "awaiting"
 HELD = "held"

@@ -25,7 +25,7 @@ from mailnode import audit, budgets
 from mailnode.authz import is_admin
 from mailnode.errors import invalid, not_an_administrator
 from mailnode.governance.breakers import LIMIT_COLUMNS
-from mailnode.governance.tables import breaker_limits
+from mailnode.schema.governance import breaker_limits
 
 
 @dataclass(frozen=True)

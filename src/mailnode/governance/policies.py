@@ -26,14 +26,14 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode import audit
 from mailnode.authz import is_admin, require_admin
-from mailnode.directory.tables import teams
+from mailnode.schema.directory import teams
 from mailnode.errors import conflict, invalid, not_found
 from mailnode.governance import approvals as ap
 from mailnode.governance.matching import shortfall
 from mailnode.governance.policy import Conditions, LiveVersion, Outcome, Stage, canonical_sha256, validate
-from mailnode.governance.tables import policies, policy_stages, policy_versions
+from mailnode.schema.governance import policies, policy_stages, policy_versions
 from mailnode.ids import is_id, new_id, parse_id
-from mailnode.mail.tables import mailboxes
+from mailnode.schema.mail import mailboxes
 
 DRAFT = "draft"
 PUBLISHED = "published"

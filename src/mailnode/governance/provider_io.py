@@ -43,7 +43,7 @@ from mailnode.governance.provider import (
     reading_today,
     record_outcome,
 )
-from mailnode.governance.provider_tables import provider_requests, provider_status
+from mailnode.schema.governance_provider import provider_requests, provider_status
 from mailnode.log_events import LogEvent, LogLevel
 from mailnode.outbound.transports.base import SubmitOutcome
 

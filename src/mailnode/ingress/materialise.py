@@ -32,14 +32,14 @@ from mailnode.ingress.classify import automated, facts_from, reply_refusal
 from mailnode.ingress.parse import parse_message
 from mailnode.ingress.reports import ReportKind, read_report
 from mailnode.ingress.routing import VERP_LOCAL_PREFIX
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 from mailnode.mail.cases import open_case
 from mailnode.mail.mailboxes import addresses_of
-from mailnode.mail.message_tables import message_attachments, messages
+from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.mail.threading import find_conversation, record_message_id, start_conversation
 from mailnode.node import Node
 from mailnode.outbound import events
-from mailnode.outbound.tables import send_recipients
+from mailnode.schema.outbound import send_recipients
 from mailnode.search import index as search_index
 
 log = logging.getLogger("mailnode.ingress")

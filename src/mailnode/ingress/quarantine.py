@@ -28,7 +28,7 @@ from sqlalchemy import Connection, Row, select, update
 from mailnode import audit, budgets
 from mailnode.authz import require_admin
 from mailnode.errors import MailnodeError, not_found
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 from mailnode.node import Node
 
 #: Materialisation raised; ``quarantine_error`` names the exception and its text.

@@ -14,7 +14,7 @@ from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.ids import new_id
 from mailnode.ingress.routing import Route
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 from mailnode.node import Node
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, select
 from mailnode.directory.domains import org_domains
 from mailnode.ids import is_id
 from mailnode.mail.mailboxes import mailbox_by_address
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 
 VERP_LOCAL_PREFIX = "bounces+"
 

@@ -19,7 +19,7 @@ from mailnode.authz import holds
 from mailnode.errors import not_found
 from mailnode.ids import parse_id
 from mailnode.ingress import reading
-from mailnode.mail.message_tables import message_attachments, messages
+from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.node import Node
 from mailnode.retention import io as retention_io
 from mailnode.retention import rules as retention

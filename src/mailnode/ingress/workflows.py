@@ -23,7 +23,7 @@ from sqlalchemy import or_, select, update
 from mailnode import budgets, runtime
 from mailnode.errors import MailnodeError
 from mailnode.ingress.materialise import materialise_or_quarantine
-from mailnode.ingress.tables import ingress_receipts
+from mailnode.schema.ingress import ingress_receipts
 
 log = logging.getLogger("mailnode.ingress")
 

@@ -20,7 +20,7 @@ from mailnode import audit
 from mailnode.authz import holds, mailboxes_visible
 from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
-from mailnode.mail.message_tables import case_notes, cases
+from mailnode.schema.mail_messages import case_notes, cases
 
 
 def open_case(conn: Connection, *, org_id: str, conversation_id: str, mailbox_id: str, at: datetime) -> str:
@@ -232,7 +232,7 @@ def remove(conn: Connection, *, org_id: str, principal_id: str, at: datetime, ca
     (``E_CASE_OPEN``, 409). A legal hold covering the mailbox at the case's opening refuses ``E_LEGAL_HOLD``
     (409); run it inside ``retention.holds.deleting`` so the refusal is audited ``hold.blocked``.
     """
-    from mailnode.mail.message_tables import messages
+    from mailnode.schema.mail_messages import messages
     from mailnode.retention.holds import refuse_if_held
 
     row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)

@@ -18,7 +18,7 @@ from mailnode.authz import MAILBOX_RELATIONS, holds, is_admin, mailboxes_visible
 from mailnode.directory.domains import normalise_domain, org_domains
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import new_id, parse_id
-from mailnode.mail.tables import mailbox_addresses, mailboxes
+from mailnode.schema.mail import mailbox_addresses, mailboxes
 
 def normalise_address(value: str) -> str:
     """``local@domain`` lower-cased with the domain IDNA-encoded; ``E_ADDRESS_MALFORMED`` (422)."""

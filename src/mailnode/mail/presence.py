@@ -20,9 +20,9 @@ from sqlalchemy import Connection, and_, delete, select
 
 from mailnode import budgets
 from mailnode.authz import mailboxes_visible
-from mailnode.directory.tables import users
+from mailnode.schema.directory import users
 from mailnode.ids import parse_id
-from mailnode.mail.message_tables import cases, composer_presence
+from mailnode.schema.mail_messages import cases, composer_presence
 from mailnode.mail.thread import no_such_conversation
 
 

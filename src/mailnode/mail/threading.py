@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import Connection, select
 
 from mailnode.ids import new_id
-from mailnode.mail.message_tables import conversations, message_ids
+from mailnode.schema.mail_messages import conversations, message_ids
 
 
 def candidate_ids(references: Sequence[str], in_reply_to: Sequence[str]) -> list[str]:

@@ -61,25 +61,25 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode import audit, budgets
 from mailnode.audit import audit_entries
-from mailnode.butler.tables import butlers
+from mailnode.schema.butler import butlers
 from mailnode.clock import utc
-from mailnode.directory.contact_tables import contact_addresses
-from mailnode.directory.tables import organisations, users
+from mailnode.schema.directory_contacts import contact_addresses
+from mailnode.schema.directory import organisations, users
 from mailnode.errors import MailnodeError
 from mailnode.governance import approvals as ap
 from mailnode.governance import breakers
-from mailnode.governance.tables import approval_stages
-from mailnode.governance.tables import approvals as approvals_table
+from mailnode.schema.governance import approval_stages
+from mailnode.schema.governance import approvals as approvals_table
 from mailnode.ids import new_id, prefix_of
 from mailnode.node import Node
 from mailnode.notices import rules as notices
-from mailnode.notices.tables import notice_trip_episodes
-from mailnode.notices.tables import notices as notices_table
+from mailnode.schema.notices import notice_trip_episodes
+from mailnode.schema.notices import notices as notices_table
 from mailnode.outbound.realtime import system_sender
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.tables import send_manifests, send_recipient_events
+from mailnode.schema.outbound import send_manifests, send_recipient_events
 from mailnode.retention import io as retention_io
-from mailnode.retention.tables import sweep_cursors
+from mailnode.schema.retention import sweep_cursors
 
 log = logging.getLogger("mailnode.notices")
 

@@ -23,8 +23,8 @@ from mailnode import budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, invalid, not_found
 from mailnode.ids import parse_id, prefix_of
-from mailnode.mail.message_tables import messages
-from mailnode.mail.tables import mailbox_addresses
+from mailnode.schema.mail_messages import messages
+from mailnode.schema.mail import mailbox_addresses
 from mailnode.node import Node
 from mailnode.outbound import answer
 from mailnode.outbound.parents import may_reply_to

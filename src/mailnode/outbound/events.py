@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode.db import integrity
 from mailnode.ids import new_id
-from mailnode.outbound.tables import send_manifests, send_recipient_events, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
 
 #: The unique index an event is deduplicated on: one row per ``(source, source_event_id)``.
 DEDUP_INDEX = "uq_send_recipient_events_source"

@@ -32,7 +32,7 @@ from mailnode.db import integrity
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.node import Node
 from mailnode.outbound.seal import SealRequest, validate_recipients
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 
 #: The unique index that makes a key name one send per organisation and author.
 KEY_INDEX = "uq_send_manifests_idempotency"

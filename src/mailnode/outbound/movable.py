@@ -28,7 +28,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode.clock import utc
 from mailnode.outbound.states import TIME_DRAINED_REASONS, SendState, StateReason
-from mailnode.outbound.tables import send_manifests
+from mailnode.schema.outbound import send_manifests
 
 _MOVABLE_STATES = (SendState.HELD.value, SendState.THROTTLED.value)
 _DRAINED = tuple(r.value for r in TIME_DRAINED_REASONS)

@@ -29,7 +29,7 @@ def may_reply_to(conn: Connection, *, org_id: str, author_id: str, parent_id: st
         return False
     if triggered_by is not None and triggered_by == parent_id:
         return True
-    from mailnode.butler.run_tables import butler_runs
+    from mailnode.schema.butler_runs import butler_runs
 
     triggered = conn.execute(select(exists().where(butler_runs.c.org_id == org_id,
                                                    butler_runs.c.butler_id == author_id,

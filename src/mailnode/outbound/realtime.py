@@ -23,13 +23,13 @@ from mailnode import audit, budgets
 from mailnode.config import Settings
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.governance import provider_io
-from mailnode.mail.tables import mailbox_addresses, mailboxes
+from mailnode.schema.mail import mailbox_addresses, mailboxes
 from mailnode.node import Node
 from mailnode.outbound import dispatch
 from mailnode.outbound.classes import MailClass
 from mailnode.outbound.seal import Sealed, SealRequest, seal, validate_recipients
 from mailnode.outbound.states import REASON_WORDS, SendState, StateReason
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.outbound.transports import Transport, make_transport
 
 #: What a caller reads when realtime mail cannot go: the same words whatever stopped it (a quota, a

@@ -41,7 +41,7 @@ from mailnode.node import Node
 from mailnode.outbound.render import attachments_of, written_address
 from mailnode.outbound.seal import Sealed, SealRequest, seal
 from mailnode.outbound.states import STOPPABLE, SendState, StateReason, parse_state, retry_offer
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import io as retention_io
 
 RETRY_MODES = ("retry-effect", "resend-may-duplicate")

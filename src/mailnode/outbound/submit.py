@@ -28,7 +28,7 @@ from sqlalchemy import Connection, select
 from mailnode.butler import parked
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.mail import presence
-from mailnode.mail.message_tables import cases, messages
+from mailnode.schema.mail_messages import cases, messages
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound import reads, retry

@@ -39,7 +39,7 @@ from mailnode import audit, budgets, metrics
 from mailnode.governance import provider_io
 from mailnode.governance.provider import ProviderStatus
 from mailnode.node import Node
-from mailnode.notices.tables import notices
+from mailnode.schema.notices import notices
 from mailnode.outbound import dispatch
 from mailnode.outbound.classes import MailClass
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
@@ -55,7 +55,7 @@ from mailnode.outbound.sweeper_rules import (
     decide_row,
     pass_plan,
 )
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.outbound.transports import Transport, make_transport
 from mailnode.retention import io as retention_io
 

@@ -62,16 +62,16 @@ from mailnode import audit, budgets
 from mailnode.authz import is_admin
 from mailnode.butler import parked
 from mailnode.clock import utc
-from mailnode.directory.tables import organisations
+from mailnode.schema.directory import organisations
 from mailnode.errors import MailnodeError, not_an_administrator
 from mailnode.governance import approvals
-from mailnode.ingress.tables import ingress_receipts
-from mailnode.mail.message_tables import message_attachments, messages
+from mailnode.schema.ingress import ingress_receipts
+from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.node import Node
 from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason
-from mailnode.outbound.tables import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import rules as retention
-from mailnode.retention.tables import holds, retained_content, retention_settings, sweep_cursors
+from mailnode.schema.retention import holds, retained_content, retention_settings, sweep_cursors
 from mailnode.search import index as search_index
 
 #: Send states in which a send may still go (``retention.PENDING_SEND_STATES``; the notice sweeper reads

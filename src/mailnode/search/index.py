@@ -17,11 +17,11 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from mailnode.evidence import EvidenceStore
-from mailnode.mail.message_tables import messages
-from mailnode.outbound.tables import send_manifests
-from mailnode.retention.tables import retained_content
+from mailnode.schema.mail_messages import messages
+from mailnode.schema.outbound import send_manifests
+from mailnode.schema.retention import retained_content
 from mailnode.search.documents import Document, message_document, send_document
-from mailnode.search.tables import search_documents
+from mailnode.schema.search import search_documents
 
 #: Columns the upsert writes (all but ``id`` and ``vector``).
 _COLUMNS = ("source_id", "kind", "org_id", "mailbox_id", "conversation_id", "case_id", "at", "subject", "sender",

@@ -22,7 +22,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlalchemy import select
 
 from mailnode import budgets
-from mailnode.directory.tables import users
+from mailnode.schema.directory import users
 from mailnode.governance.approvals import approvers
 from mailnode.ingress import viewing
 from mailnode.mail import cases as cases_mod

@@ -11,7 +11,7 @@ from alembic.runtime.migration import MigrationContext, MigrationInfo
 
 from mailnode.db.engine import make_engine
 from mailnode.schema import metadata
-from mailnode.search.tables import include_name
+from mailnode.schema.search import include_name
 
 config = context.config
 log = logging.getLogger("mailnode.migrate")

@@ -1,7 +1,7 @@
 """The search index (issue 15): ``search_documents``, its full-text structures, and the backfill.
 
 One row per message and per send: the text a search matches and shows and the facts its filters read
-(``mailnode.search.tables``). On SQLite an FTS5 external-content table ``search_fts`` and three triggers
+(``mailnode.schema.search``). On SQLite an FTS5 external-content table ``search_fts`` and three triggers
 keep the full-text index in step (a frozen copy of ``search.tables.SQLITE_FTS``); on PostgreSQL a GIN
 index over the ``tsvector`` column and a statistics target of 1,000 on it. Existing messages are indexed with their subject, addresses and text
 body; existing sends with their subject and addresses only (their bodies are in the evidence store, which
@@ -22,14 +22,14 @@ import sqlalchemy as sa
 from alembic import op
 
 import mailnode.db.meta
-import mailnode.search.tables
+import mailnode.schema.search
 
 revision = "0017_search"
 down_revision = "0016_conversation_answers"
 branch_labels = None
 depends_on = None
 
-#: Frozen copy of ``mailnode.search.tables.SQLITE_FTS`` as this revision creates it.
+#: Frozen copy of ``mailnode.schema.search.SQLITE_FTS`` as this revision creates it.
 SQLITE_FTS = (
     ("CREATE VIRTUAL TABLE search_fts USING fts5(subject, sender, recipients, body, content='search_documents', "
      "content_rowid='id', tokenize='unicode61 remove_diacritics 0')"),
@@ -102,7 +102,7 @@ def upgrade() -> None:
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("attachments", sa.Integer(), nullable=False),
         sa.Column("automated", sa.Boolean(), nullable=False),
-        sa.Column("vector", mailnode.search.tables.SearchVector(), nullable=True),
+        sa.Column("vector", mailnode.schema.search.SearchVector(), nullable=True),
         sa.ForeignKeyConstraint(["org_id"], ["organisations.id"]),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("source_id"),

@@ -10,7 +10,7 @@
   and sets ``purged_at``, and the row stays as the record. ``retain_until`` is written by the notice sweeper.
 - ``sweep_cursors``: where a sweep left off, per organisation and sweep name (the retention and notice sweeps).
 
-The notices' own tables are in ``notices/tables.py``.
+The notices' own tables are in ``schema/notices.py``.
 """
 
 from __future__ import annotations

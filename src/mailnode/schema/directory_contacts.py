@@ -1,6 +1,6 @@
 """Tables of the directory's contacts and principals: contact addresses, verification and sign-in codes, applications.
 
-The provider breaker's tables live in ``governance/provider_tables.py``.
+The provider breaker's tables live in ``schema/governance_provider.py``.
 ``contact_addresses``: where a person's notices go, and whether that address was verified (§4).
 ``verification_records``: one per person, the stored form of ``directory.verification.VerificationRecord``;
 it is also the endpoint's cooldown, so a failed send keeps it with its code cleared.
