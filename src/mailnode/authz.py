@@ -15,11 +15,12 @@ from typing import Any, Literal
 from sqlalchemy import Connection, delete, or_, select
 
 from mailnode import audit
-from mailnode.schema.butler import butlers
-from mailnode.schema.directory_contacts import applications
-from mailnode.schema.directory import organisations, relationship_tuples, team_members, teams, users
-from mailnode.errors import MailnodeError, invalid, not_an_administrator, not_found
+from mailnode.errors import MailnodeError, invalid, no_such_mailbox, not_an_administrator, not_found
 from mailnode.ids import new_id, parse_id, prefix_of
+from mailnode.schema.butler import butlers
+from mailnode.schema.directory import organisations, relationship_tuples, team_members, teams, users
+from mailnode.schema.directory_contacts import applications
+from mailnode.schema.mail import mailboxes
 
 ObjectType = Literal["organisation", "mailbox"]
 
@@ -173,10 +174,10 @@ def grant(conn: Connection, *, org_id: str, actor_id: str | None, at: datetime, 
         if object_id != org_id:
             raise not_found("E_NO_SUCH_ORGANISATION", f"No organisation {object_id}.", object_id=object_id)
     else:
-        from mailnode.mail.mailboxes import get_mailbox_row
-
         parse_id(object_id, "mbx", "object_id")
-        get_mailbox_row(conn, org_id, object_id)
+        if conn.execute(select(mailboxes.c.id).where(mailboxes.c.id == object_id,
+                                                     mailboxes.c.org_id == org_id)).first() is None:
+            raise no_such_mailbox(object_id)
     existing = conn.execute(
         select(relationship_tuples).where(
             relationship_tuples.c.org_id == org_id,

@@ -490,7 +490,7 @@ VERIFICATION_MAX_ATTEMPTS = 5
 #: presses exhaust the seed's realtime allowance (90 of 100). Sized: enough for a mistyped address and a
 #: few retries; one person spends at most 5 of those 90, so exhausting the codes of everybody takes 18
 #: people at their cap, not one. Counted from ``contact_email.code_requested`` audit entries under the
-#: person's lock (directory.verification_io).
+#: person's lock (codes.verification_io).
 VERIFICATION_CODES_PER_PERSON_PER_DAY = 5
 #: Random bytes of a node secret generated into the data directory (sized: 256 bits, the HMAC-SHA256 key
 #: length RFC 2104 §3 recommends as a minimum of L bytes for SHA-256).

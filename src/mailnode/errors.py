@@ -71,6 +71,13 @@ def not_found(code: str, what: str, fix: str = "", **detail: Any) -> MailnodeErr
     )
 
 
+def no_such_mailbox(mailbox_id: str) -> MailnodeError:
+    """``E_NO_SUCH_MAILBOX`` (404), for an absent or undisclosed mailbox (shared by authz and mail, which sits
+    above it)."""
+    return not_found("E_NO_SUCH_MAILBOX", f"No mailbox {mailbox_id}.", fix="List mailboxes with GET /api/mailboxes.",
+                     mailbox_id=mailbox_id)
+
+
 def invalid(code: str, what: str, why: str, fix: str, **detail: Any) -> MailnodeError:
     """A 422: the request is malformed; nothing was written."""
     return MailnodeError(code=code, what=what, why=why, fix=fix, status=422, detail=detail)

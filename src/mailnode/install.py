@@ -16,12 +16,12 @@ from mailnode import audit
 from mailnode.authz import MAILBOX_RELATIONS, grant_unchecked
 from mailnode.directory.domains import add_domain, normalise_domain
 from mailnode.directory.people import create_user
-from mailnode.schema.directory import organisations
 from mailnode.directory.tokens import create_token
 from mailnode.errors import conflict, invalid
 from mailnode.ids import new_id
 from mailnode.mail.mailboxes import create_mailbox
 from mailnode.node import Node
+from mailnode.schema.directory import organisations
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,6 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from mailnode.schema.butler_runs import butler_runs
-from mailnode.schema.directory import organisations
 from mailnode.governance import breakers, provider_io
 from mailnode.governance.provider import (
     BreakerState,
@@ -41,6 +39,8 @@ from mailnode.governance.provider import (
 )
 from mailnode.node import Node
 from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
+from mailnode.schema.butler_runs import butler_runs
+from mailnode.schema.directory import organisations
 from mailnode.schema.outbound import send_manifests
 
 #: Process-wide counters (they survive between scrapes).

@@ -17,11 +17,11 @@ from sqlalchemy import Connection, create_engine, delete, insert, select, text, 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from mailnode.schema.butler import butler_versions, butlers
 from mailnode.db.engine import make_engine
-from mailnode.schema import metadata
-from mailnode.schema.directory import organisations
 from mailnode.ids import new_id
+from mailnode.schema import metadata
+from mailnode.schema.butler import butler_versions, butlers
+from mailnode.schema.directory import organisations
 from tests.conftest import BACKEND, PG_URL
 
 from .conftest import program

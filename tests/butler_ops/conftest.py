@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import func, select
 
 from mailnode.authz import grant_unchecked
-from mailnode.schema.butler_runs import butler_pauses
-from mailnode.schema import metadata
 from mailnode.directory.people import create_user
 from mailnode.directory.tokens import create_token
+from mailnode.schema import metadata
+from mailnode.schema.butler_runs import butler_pauses
 from mailnode.schema.outbound import send_manifests
 from tests.butler_run.conftest import MAILBOX, World, dbos, message, settings, world  # noqa: F401
 

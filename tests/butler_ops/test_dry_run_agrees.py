@@ -19,10 +19,10 @@ import pytest
 from dbos import DBOS, SetWorkflowID
 
 from mailnode.butler.engine import run_butler
-from mailnode.schema.butler_runs import LIVE_STATES
 from mailnode.butler.simulate import WOULD
 from mailnode.butler.trigger import open_runs_in
 from mailnode.demo import programs as demo
+from mailnode.schema.butler_runs import LIVE_STATES
 from tests.butler_ops.conftest import MAILBOX, World, message, release
 from tests.butler_run.conftest import docs_examples
 from tests.butler_run.test_metering import _EVERY_EFFECT

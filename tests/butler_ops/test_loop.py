@@ -14,8 +14,8 @@ from sqlalchemy import select
 from mailnode import budgets
 from mailnode.butler import pause, record, trigger
 from mailnode.butler.pause import Provocation
-from mailnode.schema.butler_runs import butler_run_effects, butler_runs
 from mailnode.ids import new_id
+from mailnode.schema.butler_runs import butler_run_effects, butler_runs
 from mailnode.schema.mail_messages import message_ids
 from tests.butler_ops.conftest import (
     World,

@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy import event, text
 
 from mailnode.butler import lifecycle, pause
-from mailnode.schema.butler_runs import butler_run_effects, butler_runs
 from mailnode.ids import new_id
-from mailnode.schema.mail_messages import message_ids
 from mailnode.mail.threading import start_conversation
 from mailnode.node import Node
+from mailnode.schema.butler_runs import butler_run_effects, butler_runs
+from mailnode.schema.mail_messages import message_ids
 
 #: Rows per table: enough that a sequential scan costs a planner far more than an index probe.
 ROWS = 20_000

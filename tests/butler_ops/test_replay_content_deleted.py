@@ -8,8 +8,8 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests
 from tests.butler_ops.conftest import World, message
 from tests.butler_run.conftest import ack_program
 

@@ -13,8 +13,8 @@ from sqlalchemy.exc import DBAPIError
 from mailnode.butler.engine import run_butler
 from mailnode.butler.simulate import WOULD, WRITING_TYPES
 from mailnode.butler.trigger import open_runs_in
-from mailnode.schema.directory import organisations
 from mailnode.node import Node
+from mailnode.schema.directory import organisations
 from tests.butler_ops.conftest import World, message, person, release, row_counts
 from tests.butler_run.conftest import program
 

@@ -22,12 +22,12 @@ from aiosmtpd.controller import Controller
 from sqlalchemy import select
 
 from mailnode import runtime, wiring
-from mailnode.schema.butler_runs import LIVE_STATES, butler_run_effects, butler_runs
 from mailnode.config import Settings
 from mailnode.ingress import receipts, routing
 from mailnode.ingress import workflows as ingress_workflows
-from mailnode.schema.ingress import ingress_receipts
 from mailnode.node import Node
+from mailnode.schema.butler_runs import LIVE_STATES, butler_run_effects, butler_runs
+from mailnode.schema.ingress import ingress_receipts
 from tests.conftest import bearer
 from tests.support.served import Served, free_port, served_env
 

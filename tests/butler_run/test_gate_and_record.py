@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
-from mailnode.schema.butler_runs import butler_runs
 from mailnode.schema.butler import butler_versions
+from mailnode.schema.butler_runs import butler_runs
 from mailnode.schema.outbound import send_manifests
 from tests.butler_run.conftest import World, ack_program, message, program
 from tests.conftest import bearer

@@ -12,8 +12,8 @@ from dbos import DBOS
 from sqlalchemy import select
 
 from mailnode.audit import audit_entries
-from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests
 from tests.butler_run.conftest import World, ack_program, message
 
 

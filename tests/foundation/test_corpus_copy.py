@@ -10,7 +10,6 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
 from tests.corpus import CORPUS, SHARED_CORPUS
 
 

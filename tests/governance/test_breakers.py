@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import insert
 
 from mailnode.governance import breakers
-from mailnode.schema.governance import breaker_limits
 from mailnode.ids import new_id
 from mailnode.outbound import events
+from mailnode.schema.governance import breaker_limits
 from mailnode.schema.outbound import send_recipient_events, send_recipients
 from tests.governance.conftest import World
 

@@ -11,8 +11,8 @@ from mailnode import budgets
 from mailnode.audit import audit_entries
 from mailnode.budgets import APPROVAL_SEND_EXPIRY_SECONDS, GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS
 from mailnode.clock import utc
-from mailnode.schema.directory import relationship_tuples
 from mailnode.governance import breakers, gatefacts
+from mailnode.schema.directory import relationship_tuples
 from mailnode.schema.governance import breaker_limits
 from mailnode.schema.outbound import send_manifests, send_recipients
 from tests.governance.conftest import Person, World

@@ -14,11 +14,11 @@ from sqlalchemy import select, update
 from mailnode.audit import audit_entries
 from mailnode.authz import grant_unchecked
 from mailnode.directory.domains import add_domain
-from mailnode.schema.governance import approvals, breaker_limits
 from mailnode.mail.mailboxes import create_mailbox
-from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
 from mailnode.outbound import dispatch
+from mailnode.schema.governance import approvals, breaker_limits
+from mailnode.schema.mail import mailboxes
 from tests.governance.conftest import Person, World
 from tests.outbound_db.conftest import Sink, running_sink
 

@@ -11,11 +11,11 @@ from mailnode import budgets
 from mailnode.authz import MAILBOX_RELATIONS, grant_unchecked
 from mailnode.directory.domains import add_domain
 from mailnode.directory.people import create_user
-from mailnode.schema.directory import organisations
 from mailnode.ids import new_id
 from mailnode.mail.mailboxes import create_mailbox
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import Sealed, SealRequest, seal
+from mailnode.schema.directory import organisations
 from tests.governance_e2e.conftest import Org
 
 

@@ -8,9 +8,9 @@ from sqlalchemy import select
 
 from mailnode import budgets
 from mailnode.authz import grant_unchecked
-from mailnode.schema.governance import approvals
 from mailnode.ids import new_id
 from mailnode.outbound.seal import SealRequest, seal
+from mailnode.schema.governance import approvals
 from tests.governance_e2e.conftest import Org
 
 

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.support.served import free_port
 
 from mailnode.ingress.materialise import materialise_receipt
 from mailnode.ingress.smtp import start_listener
-from tests.support.served import free_port
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ import json
 from typing import Any
 
 from sqlalchemy import select
+from tests.corpus import CORPUS
 
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
 from mailnode.schema.mail_messages import messages
 from mailnode.schema.outbound import send_recipient_events
-from tests.corpus import CORPUS
 
 
 def _deliver(node: Any, raw: bytes) -> str:

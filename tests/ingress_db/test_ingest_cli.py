@@ -7,11 +7,11 @@ import re
 from typing import Any
 
 import pytest
+from tests.corpus import CORPUS
 from typer.testing import CliRunner
 
 from mailnode.cli import app
 from mailnode.ingress import ingest_report
-from tests.corpus import CORPUS
 
 
 def test_every_corpus_file_ingests_as_it_is(api: Any, node: Any, installed: Any) -> None:

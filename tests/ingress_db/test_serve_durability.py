@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from tests.corpus import CORPUS
 from tests.support.served import Served, served_env
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import func, select
+from tests.corpus import CORPUS
+from tests.support.served import Served, served_env
 
 from mailnode.config import Settings
 from mailnode.db.engine import make_engine
 from mailnode.schema.ingress import ingress_receipts
-from tests.corpus import CORPUS
-from tests.support.served import Served, served_env
 
 pytestmark = pytest.mark.slow
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
+from tests.corpus import CORPUS
 
 from mailnode.errors import MailnodeError
-from mailnode.schema.ingress import ingress_receipts
 from mailnode.mail import cases as cases_mod
-from tests.corpus import CORPUS
+from mailnode.schema.ingress import ingress_receipts
 
 H = lambda token: {"Authorization": f"Bearer {token}"}  # noqa: E731
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
-from mailnode.directory.verification import (
+from mailnode.codes.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,
     RequestOutcome,
     VerificationRecord,

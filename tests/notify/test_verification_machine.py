@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from mailnode import budgets
-from mailnode.directory.verification import (
+from mailnode.codes.verification import (
     RequestOutcome,
     VerificationRecord,
     VerifyOutcome,

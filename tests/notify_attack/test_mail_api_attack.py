@@ -17,12 +17,12 @@ from mailnode.api.mail import ReplayAnswer, has_visible_character, realtime_repl
 from mailnode.authz import MAILBOX_RELATIONS, grant_unchecked
 from mailnode.directory.domains import add_domain
 from mailnode.directory.people import create_user
-from mailnode.schema.directory import organisations
 from mailnode.directory.tokens import create_token
 from mailnode.ids import new_id
 from mailnode.mail.mailboxes import create_mailbox
 from mailnode.outbound.idempotency import FINGERPRINT_FIELDS, MailFingerprint, differing_fields
 from mailnode.outbound.states import SendState
+from mailnode.schema.directory import organisations
 from mailnode.schema.outbound import send_manifests
 from tests.conftest import bearer
 from tests.support.resend_emulator import Fault

@@ -33,8 +33,8 @@ from mailnode.notices.rules import (
 )
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
-from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests
 from tests.conftest import bearer
 
 from .conftest import Org, mail_body

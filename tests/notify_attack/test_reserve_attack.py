@@ -18,15 +18,15 @@ import pytest
 from sqlalchemy import func, select
 
 from mailnode import budgets
-from mailnode.directory.people import create_user
-from mailnode.directory.tokens import create_token
-from mailnode.directory.verification import (
+from mailnode.codes.verification import (
     RequestOutcome,
     VerificationRules,
     daily_cap_reached,
     may_request,
     utc_day_bounds,
 )
+from mailnode.directory.people import create_user
+from mailnode.directory.tokens import create_token
 from mailnode.governance.provider import (
     TOKEN_REALTIME_REFUSED_ON_RESERVE,
     ProviderStatus,

@@ -25,9 +25,9 @@ from mailnode.clock import FrozenClock
 from mailnode.config import Settings
 from mailnode.governance import provider_io
 from mailnode.governance.provider import ProviderStatus
-from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
 from mailnode.outbound.seal import Sealed, SealRequest, seal
+from mailnode.schema.mail import mailboxes
 from mailnode.schema.outbound import send_manifests
 from tests.support.resend_emulator import EmulatorConfig, ResendEmulator
 

@@ -15,10 +15,10 @@ from mailnode import budgets
 from mailnode.governance import provider_io
 from mailnode.governance.provider import PauseKind, ProviderStatus
 from mailnode.ids import new_id
-from mailnode.schema.notices import notices
 from mailnode.outbound import sweeper
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import io as retention_io
+from mailnode.schema.notices import notices
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.schema.retention import retained_content
 
 from .conftest import T0, Org

@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import func, select, update
 
 from mailnode import budgets
-from mailnode.schema.governance import breaker_limits
 from mailnode.outbound import dispatch, sweeper
 from mailnode.outbound.movable import movable_now_sql
 from mailnode.outbound.seal import SealRequest, seal
+from mailnode.schema.governance import breaker_limits
 from mailnode.schema.outbound import send_manifests, send_recipients
 from tests.governance.conftest import World
 

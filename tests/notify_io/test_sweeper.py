@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select, update
 
 from mailnode import authz, budgets
-from mailnode.schema.directory import relationship_tuples
 from mailnode.outbound import sweeper
 from mailnode.outbound.seal import SealRequest, seal
+from mailnode.schema.directory import relationship_tuples
 from mailnode.schema.outbound import send_manifests
 from tests.governance.conftest import World
 from tests.support.resend_emulator import Fault

@@ -9,12 +9,12 @@ import pytest
 from sqlalchemy import func, select
 
 from mailnode import audit
-from mailnode.schema.governance import breaker_limits
 from mailnode.ids import new_id
 from mailnode.notices import io as notices_io
+from mailnode.retention import io as retention_io
+from mailnode.schema.governance import breaker_limits
 from mailnode.schema.notices import notices
 from mailnode.schema.outbound import send_manifests, send_recipient_events
-from mailnode.retention import io as retention_io
 from mailnode.schema.retention import retained_content
 from tests.governance.conftest import World
 

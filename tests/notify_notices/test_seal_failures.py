@@ -16,10 +16,10 @@ from sqlalchemy.exc import DBAPIError
 
 from mailnode import audit
 from mailnode.audit import audit_entries
-from mailnode.schema.directory_contacts import contact_addresses
 from mailnode.ids import new_id
 from mailnode.notices import io as notices_io
 from mailnode.outbound.seal import SealRequest, seal
+from mailnode.schema.directory_contacts import contact_addresses
 from tests.conftest import bearer
 from tests.governance.conftest import World
 

@@ -15,8 +15,8 @@ from sqlalchemy import Select, select
 
 from mailnode.node import Node
 from mailnode.outbound import sweeper
-from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests
 
 
 def _plan(node: Node, q: Select[Any]) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, select, update
 
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.schema.retention import retained_content
 from tests.notify_retention.conftest import Retained
 

@@ -11,9 +11,9 @@ from sqlalchemy import inspect, select, text
 
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import Materialised, materialise_receipt
-from mailnode.schema.mail_messages import messages
 from mailnode.node import Node
 from mailnode.retention import io as retention_io
+from mailnode.schema.mail_messages import messages
 from tests.notify_retention.conftest import Retained
 
 DAY = 86_400

@@ -12,9 +12,9 @@ from sqlalchemy import select, update
 from mailnode.errors import MailnodeError
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
-from mailnode.schema.outbound import send_recipients
 from mailnode.retention import io as retention_io
 from mailnode.retention import rules as retention
+from mailnode.schema.outbound import send_recipients
 from mailnode.schema.retention import retained_content
 from tests.notify_retention.conftest import Retained
 

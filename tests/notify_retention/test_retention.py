@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests
 from mailnode.schema.retention import retained_content
 from tests.notify_retention.conftest import Retained
 

@@ -12,9 +12,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import OperationalError
 
 from mailnode import audit
-from mailnode.schema.mail import mailboxes
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, seal
+from mailnode.schema.mail import mailboxes
 from mailnode.schema.outbound import send_manifests
 
 SEALERS = 12

@@ -20,9 +20,9 @@ from typing import Any
 from sqlalchemy import select, update
 
 from mailnode import budgets
-from mailnode.schema.mail import mailboxes
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import SendState
+from mailnode.schema.mail import mailboxes
 from mailnode.schema.outbound import send_manifests, send_recipients
 from tests.outbound_db.conftest import free_port
 

@@ -14,8 +14,8 @@ from sqlalchemy import func, select
 from mailnode.errors import MailnodeError
 from mailnode.outbound import dispatch
 from mailnode.outbound.states import SendState
-from mailnode.schema.outbound import drafts, send_manifests, send_recipients
 from mailnode.outbound.transports.base import Submission, SubmitOutcome, TransportCapabilities
+from mailnode.schema.outbound import drafts, send_manifests, send_recipients
 from tests.outbound_db.conftest import deliver, inbound
 
 H = lambda token: {"Authorization": f"Bearer {token}"}

@@ -13,11 +13,11 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult
 from sqlalchemy import select, update
 
-from mailnode.schema.mail import mailboxes
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.outbound.transports.smtp import SmtpTransport
+from mailnode.schema.mail import mailboxes
+from mailnode.schema.outbound import send_manifests, send_recipients
 
 from .conftest import SinkHandler, free_port
 

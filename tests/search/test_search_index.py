@@ -11,8 +11,8 @@ from sqlalchemy import func, select, text
 from mailnode import budgets
 from mailnode.db import migrate
 from mailnode.schema.ingress import ingress_receipts
-from mailnode.search import index as search_index
 from mailnode.schema.search import search_documents
+from mailnode.search import index as search_index
 from tests.search.conftest import World, mail
 
 

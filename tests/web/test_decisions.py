@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode import budgets
+from mailnode.codes.signin import refusal_for
+from mailnode.codes.verification import RequestOutcome, VerifyOutcome
 from mailnode.directory.sessions import Session, SessionFacts, SessionState, decide, needs_touch
 from mailnode.directory.signin_attempts import AttemptCount
 from mailnode.directory.signin_attempts import decide as decide_attempts
-from mailnode.directory.signin_codes import refusal_for
 from mailnode.directory.tokens import Principal
-from mailnode.directory.verification import RequestOutcome, VerifyOutcome
 from mailnode.web.errors import is_page
 from mailnode.web.signin import local_path
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from mailnode.schema.mail_messages import messages
 from mailnode.mail.queue import QueueRow
+from mailnode.schema.mail_messages import messages
 from mailnode.web.queue import env
 from tests.search.conftest import World, mail
 from tests.web.conftest import csrf_of, sign_in

@@ -16,9 +16,9 @@ from sqlalchemy import update
 from mailnode import budgets
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
-from mailnode.schema.mail import mailboxes
 from mailnode.outbound import sweeper
 from mailnode.outbound.seal import SealRequest, seal
+from mailnode.schema.mail import mailboxes
 from tests.conftest import bearer
 from tests.support.resend_emulator import EmulatorConfig, Fault, ResendEmulator
 from tests.web.conftest import csrf_of

@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import event, select
 
-from mailnode.schema.mail_messages import messages
 from mailnode.mail.thread import read_thread
+from mailnode.schema.mail_messages import messages
 from tests.outbound_db.conftest import deliver, inbound
 
 

@@ -9,7 +9,8 @@ from fastapi import APIRouter
 from mailnode import authz
 from mailnode.api.deps import CallerDep, GrantPageDep, NodeDep, TeamPageDep, UserPageDep, id_filter, paged
 from mailnode.api.models import Strict
-from mailnode.directory import domains, people, tokens, verification_io
+from mailnode.codes import verification_io
+from mailnode.directory import domains, people, tokens
 
 router = APIRouter(prefix="/api", tags=["directory"])
 

@@ -43,8 +43,8 @@ from mailnode.outbound.idempotency import Replay, check_key, fingerprint_of, one
 from mailnode.outbound.realtime import send_realtime, unavailable
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import SendState, words_for
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests, send_recipients
 
 router = APIRouter(prefix="/api/mail", tags=["mail"])
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
-from mailnode.directory import verification_io
+from mailnode.codes import verification_io
 
 router = APIRouter(prefix="/api/me", tags=["me"])
 

@@ -25,13 +25,14 @@ from sqlalchemy import select
 from mailnode.api.deps import CallerDep, CasePageDep, EventPageDep, MessagePageDep, NodeDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
+from mailnode.errors import no_such_mailbox
 from mailnode.ingress import viewing
 from mailnode.mail import cases as cases_mod
-from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
-from mailnode.schema.mail_messages import cases, messages
-from mailnode.schema.outbound import send_recipient_events
+from mailnode.mail.mailboxes import get_mailbox_row
 from mailnode.retention import holds as hold_rules
 from mailnode.retention import io as retention_io
+from mailnode.schema.mail_messages import cases, messages
+from mailnode.schema.outbound import send_recipient_events
 
 router = APIRouter(prefix="/api", tags=["messages"])
 

@@ -31,8 +31,8 @@ from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.mail.thread import body_of, grant_for
 from mailnode.outbound import reads, retry, submit
-from mailnode.schema.outbound import send_manifests
 from mailnode.outbound.workflows import wake
+from mailnode.schema.outbound import send_manifests
 
 router = APIRouter(prefix="/api/sends", tags=["sends"])
 

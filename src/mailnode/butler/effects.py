@@ -47,13 +47,13 @@ from mailnode.butler.authority import Principal
 from mailnode.butler.walk import EffectCall, EffectResult
 from mailnode.errors import MailnodeError
 from mailnode.mail import cases as cases_mod
-from mailnode.schema.mail_messages import cases, conversations, messages
-from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound.render import normalise_body
 from mailnode.outbound.seal import SealRequest, seal
 from mailnode.outbound.states import SendState, StateReason
+from mailnode.schema.mail import mailboxes
+from mailnode.schema.mail_messages import cases, conversations, messages
 from mailnode.schema.outbound import drafts
 
 SEND_PROPOSE = "send.propose"

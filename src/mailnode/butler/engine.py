@@ -61,14 +61,13 @@ from typing import Any
 from dbos import DBOS
 
 from mailnode import budgets, runtime
-from mailnode.butler import cost, record
+from mailnode.butler import cost, parked, record
 from mailnode.butler import effects as live
-from mailnode.butler import parked, record
 from mailnode.butler.ast import ButlerDocument
 from mailnode.butler.authority import Ceiling, Principal
 from mailnode.butler.check import check_stored
-from mailnode.schema.butler_runs import TERMINAL_STATES
 from mailnode.butler.walk import EffectCall, EffectResult, WalkResult, initial_state, walk
+from mailnode.schema.butler_runs import TERMINAL_STATES
 
 log = logging.getLogger("mailnode.butler")
 

@@ -38,10 +38,10 @@ from mailnode import audit, budgets
 from mailnode.authz import is_admin, require_admin
 from mailnode.butler import canonical, pause
 from mailnode.butler.check import check
-from mailnode.schema.butler_runs import butler_pauses
-from mailnode.schema.butler import butler_versions, butlers
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_found
 from mailnode.ids import new_id, parse_id
+from mailnode.schema.butler import butler_versions, butlers
+from mailnode.schema.butler_runs import butler_pauses
 
 _V = butler_versions.c
 #: The columns of a version without its bodies (history is listed without them).

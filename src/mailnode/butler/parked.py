@@ -36,9 +36,9 @@ from sqlalchemy import Connection, select
 
 from mailnode import runtime
 from mailnode.butler import record
-from mailnode.schema.butler_runs import butler_run_effects, butler_runs
 from mailnode.node import Node
 from mailnode.outbound.states import SendState
+from mailnode.schema.butler_runs import butler_run_effects, butler_runs
 
 log = logging.getLogger("mailnode.butler")
 

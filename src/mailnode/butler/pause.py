@@ -36,10 +36,10 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode import audit, budgets
 from mailnode.authz import is_admin
-from mailnode.schema.butler_runs import butler_pauses, butler_run_effects, butler_runs
-from mailnode.schema.butler import butlers
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import is_id, new_id
+from mailnode.schema.butler import butlers
+from mailnode.schema.butler_runs import butler_pauses, butler_run_effects, butler_runs
 from mailnode.schema.mail_messages import message_ids
 
 _P = butler_pauses.c

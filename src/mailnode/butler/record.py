@@ -21,10 +21,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode.authz import is_admin
 from mailnode.butler.pause import in_force_on
-from mailnode.schema.butler_runs import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
-from mailnode.schema.butler import butler_versions, butlers
 from mailnode.errors import not_found
 from mailnode.ids import new_id
+from mailnode.schema.butler import butler_versions, butlers
+from mailnode.schema.butler_runs import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
 
 _R = butler_runs.c
 _E = butler_run_effects.c

@@ -38,9 +38,9 @@ from mailnode.butler import record
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict
 from mailnode.ids import is_id
-from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
 from mailnode.outbound.states import SendState, StateReason
+from mailnode.schema.mail import mailboxes
 from mailnode.schema.outbound import send_manifests, send_recipients
 
 log = logging.getLogger("mailnode.butler")

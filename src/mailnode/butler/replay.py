@@ -41,15 +41,15 @@ from mailnode import audit, budgets, runtime
 from mailnode.authz import METADATA_READERS, holds, is_admin
 from mailnode.butler import pause, record
 from mailnode.butler.check import check_stored
-from mailnode.schema.butler_runs import butler_pauses, butler_run_effects, butler_runs
-from mailnode.schema.butler import butler_versions, butlers
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_found
 from mailnode.governance import supervised
 from mailnode.ids import is_id, new_id
 from mailnode.node import Node
 from mailnode.outbound.states import SendState, retry_offer, words_for
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import io as retention_io
+from mailnode.schema.butler import butler_versions, butlers
+from mailnode.schema.butler_runs import butler_pauses, butler_run_effects, butler_runs
+from mailnode.schema.outbound import send_manifests, send_recipients
 
 log = logging.getLogger("mailnode.butler")
 

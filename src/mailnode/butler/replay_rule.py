@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from mailnode.schema.butler_runs import butler_run_effects
 from mailnode.outbound.states import SendState, parse_state
+from mailnode.schema.butler_runs import butler_run_effects
 from mailnode.schema.outbound import send_manifests
 
 #: The effect reasons the rule writes.

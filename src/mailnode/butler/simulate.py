@@ -41,14 +41,14 @@ from mailnode.butler.check import check_stored
 from mailnode.butler.cost import RUNTIME_RESERVATIONS
 from mailnode.butler.lifecycle import no_such_butler
 from mailnode.butler.replay import disclose
-from mailnode.schema.butler_runs import butler_pauses, butler_runs
-from mailnode.schema.butler import butler_versions, butlers
 from mailnode.butler.walk import EFFECT_TYPES, EffectCall, EffectResult, initial_state, walk
 from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import is_id, new_id
 from mailnode.mail import cases as cases_mod
-from mailnode.schema.mail_messages import cases
 from mailnode.outbound import drafts as drafts_mod
+from mailnode.schema.butler import butler_versions, butlers
+from mailnode.schema.butler_runs import butler_pauses, butler_runs
+from mailnode.schema.mail_messages import cases
 
 #: The verdict of an effect the live run would have written.
 WOULD = "would"

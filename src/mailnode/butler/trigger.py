@@ -44,8 +44,8 @@ from sqlalchemy import Connection, select
 from mailnode import budgets, runtime
 from mailnode.butler import pause, record
 from mailnode.butler.engine import run_butler
-from mailnode.schema.butler_runs import butler_pauses
 from mailnode.schema.butler import butler_versions, butlers
+from mailnode.schema.butler_runs import butler_pauses
 from mailnode.schema.mail_messages import messages
 
 log = logging.getLogger("mailnode.butler")

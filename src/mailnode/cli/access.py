@@ -27,8 +27,8 @@ def access_grant(
     from sqlalchemy import func, select
 
     from mailnode import authz
-    from mailnode.schema.directory import teams, users
     from mailnode.mail.mailboxes import mailbox_by_address
+    from mailnode.schema.directory import teams, users
 
     try:
         with org_node(data_dir) as (node, org_id):

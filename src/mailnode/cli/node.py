@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from mailnode.cli.common import DataDir, JsonFlag, fail, open_node, out
 from mailnode.budgets import SEND_HOLD_WINDOW_DEFAULT_SECONDS
+from mailnode.cli.common import DataDir, JsonFlag, fail, open_node, out
 from mailnode.errors import MailnodeError
 
 commands = typer.Typer()  # mounted on the root by mailnode.cli

@@ -68,7 +68,8 @@ def seal_locally(node: Node, org_id: str, *, mailbox: str, to: list[str], cc: li
     seal's codes.
     """
     from mailnode.directory.people import resolve_user
-    from mailnode.mail.mailboxes import mailbox_by_address, no_such_mailbox
+    from mailnode.errors import no_such_mailbox
+    from mailnode.mail.mailboxes import mailbox_by_address
     from mailnode.outbound.seal import SealRequest, seal
 
     with node.read() as conn:

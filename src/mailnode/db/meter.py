@@ -28,7 +28,6 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 #: The one lock statement that is transaction control too (see the module docstring).
 _LOCK = "SELECT PG_ADVISORY_XACT_LOCK("

@@ -17,11 +17,11 @@ from sqlalchemy import Connection, select
 
 from mailnode import audit, budgets
 from mailnode.authz import is_admin
-from mailnode.schema.directory_contacts import applications
-from mailnode.schema.directory import api_tokens
 from mailnode.directory.tokens import create_token
 from mailnode.errors import conflict, invalid, limit_exceeded, not_an_administrator, not_found
 from mailnode.ids import new_id
+from mailnode.schema.directory import api_tokens
+from mailnode.schema.directory_contacts import applications
 
 #: Line and paragraph separators (U+2028, U+2029): not control characters, but they end a line in a
 #: listing or a log as surely as LF does.

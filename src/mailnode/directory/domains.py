@@ -14,9 +14,9 @@ from sqlalchemy import Connection, select
 
 from mailnode import audit
 from mailnode.authz import require_admin
-from mailnode.schema.directory import domains
 from mailnode.errors import conflict, invalid
 from mailnode.ids import new_id
+from mailnode.schema.directory import domains
 
 # RFC 1035 §2.3.1 / RFC 5890: a label is 1..63 letters, digits or hyphens, not starting or ending with a hyphen.
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")

@@ -10,9 +10,9 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode import audit
 from mailnode.authz import require_admin
-from mailnode.schema.directory import team_members, teams, users
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import new_id, parse_id, prefix_of
+from mailnode.schema.directory import team_members, teams, users
 
 
 def normalise_email(value: str) -> str:

@@ -20,9 +20,9 @@ from enum import Enum
 from sqlalchemy import Connection, select, update
 
 from mailnode import audit, budgets
-from mailnode.schema.directory import api_tokens, users, web_sessions
 from mailnode.directory.tokens import Principal
 from mailnode.ids import new_id
+from mailnode.schema.directory import api_tokens, users, web_sessions
 
 
 class SessionState(str, Enum):

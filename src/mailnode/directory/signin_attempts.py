@@ -17,9 +17,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, case, delete, false, func, or_, select
 
 from mailnode import budgets
-from mailnode.schema.directory import signin_attempts
 from mailnode.errors import MailnodeError
 from mailnode.ids import new_id
+from mailnode.schema.directory import signin_attempts
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from mailnode import audit, budgets
-from mailnode.schema.directory import api_tokens
 from mailnode.errors import MailnodeError, invalid, limit_exceeded, not_found
 from mailnode.ids import new_id, parse_id, prefix_of
+from mailnode.schema.directory import api_tokens
 
 TOKEN_PREFIX = "mn_"
 

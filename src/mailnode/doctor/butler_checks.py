@@ -33,14 +33,14 @@ from sqlalchemy import exists, func, select
 from mailnode import budgets, runtime
 from mailnode.butler import pause, stuck
 from mailnode.butler.check import check_stored
-from mailnode.schema.butler_runs import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
-from mailnode.schema.butler import butler_versions, butlers
 from mailnode.butler.trigger import listening_on
 from mailnode.doctor.findings import Concern, Finding, Item, Severity, listed, not_observed
 from mailnode.errors import MailnodeError
-from mailnode.schema.mail_messages import messages
-from mailnode.schema.mail import mailbox_addresses
 from mailnode.node import Node
+from mailnode.schema.butler import butler_versions, butlers
+from mailnode.schema.butler_runs import LIVE_STATES, butler_pauses, butler_run_effects, butler_runs
+from mailnode.schema.mail import mailbox_addresses
+from mailnode.schema.mail_messages import messages
 
 
 def _no_org(name: str) -> Finding:

@@ -15,8 +15,8 @@ from sqlalchemy import func, select
 from mailnode import budgets
 from mailnode.doctor.findings import Finding, Severity
 from mailnode.ingress import quarantine
-from mailnode.schema.ingress import ingress_receipts
 from mailnode.node import Node
+from mailnode.schema.ingress import ingress_receipts
 
 
 def receipts_quarantined(node: Node, org_id: str | None) -> Finding:

@@ -16,14 +16,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from mailnode.schema.directory_contacts import contact_addresses
-from mailnode.schema.directory import users
 from mailnode.doctor.findings import Concern, Finding, Item, Severity, not_observed
 from mailnode.errors import MailnodeError
 from mailnode.governance import pauses, provider_io
 from mailnode.governance.provider import BreakerState, breaker_state, quota_alert
 from mailnode.node import Node
 from mailnode.outbound.realtime import system_sender
+from mailnode.schema.directory import users
+from mailnode.schema.directory_contacts import contact_addresses
 
 
 def unverified_contact_addresses(node: Node, org_id: str | None) -> Finding:

@@ -34,14 +34,14 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode import audit, budgets
 from mailnode.authz import is_admin, mailboxes_visible
-from mailnode.schema.directory import relationship_tuples, team_members, users
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import effects
 from mailnode.governance.matching import Shortfall, shortfall
 from mailnode.governance.policy import Stage
-from mailnode.schema.governance_supervised import supervised_grants
-from mailnode.schema.governance import approval_decisions, approval_stages, approvals, domain_pauses
 from mailnode.ids import new_id, parse_id
+from mailnode.schema.directory import relationship_tuples, team_members, users
+from mailnode.schema.governance import approval_decisions, approval_stages, approvals, domain_pauses
+from mailnode.schema.governance_supervised import supervised_grants
 from mailnode.schema.retention import hold_lifts, holds
 
 

@@ -52,8 +52,8 @@ from sqlalchemy.sql.expression import Executable
 
 from mailnode import budgets
 from mailnode.clock import utc
-from mailnode.schema.directory import domains
 from mailnode.errors import MailnodeError
+from mailnode.schema.directory import domains
 from mailnode.schema.governance import breaker_limits, domain_pauses
 from mailnode.schema.outbound import send_recipient_events, send_recipients
 

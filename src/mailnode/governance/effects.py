@@ -26,9 +26,9 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, select, update
 
-from mailnode.schema.governance_supervised import supervised_grants
-from mailnode.schema.governance import domain_pauses
 from mailnode.ids import prefix_of
+from mailnode.schema.governance import domain_pauses
+from mailnode.schema.governance_supervised import supervised_grants
 from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.schema.retention import hold_lifts, holds
 

@@ -31,8 +31,8 @@ from mailnode.directory.domains import normalise_domain
 from mailnode.errors import MailnodeError, conflict, invalid, not_an_administrator, not_found
 from mailnode.governance import approvals as ap
 from mailnode.governance.policy import Stage
-from mailnode.schema.governance import approvals, domain_pauses
 from mailnode.ids import new_id, parse_id
+from mailnode.schema.governance import approvals, domain_pauses
 
 #: The stages of every pause request: one stage of two other administrators.
 PAUSE_STAGES: tuple[Stage, ...] = (Stage(1, budgets.DOMAIN_PAUSE_APPROVERS),)

@@ -26,13 +26,13 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode import audit
 from mailnode.authz import is_admin, require_admin
-from mailnode.schema.directory import teams
 from mailnode.errors import conflict, invalid, not_found
 from mailnode.governance import approvals as ap
 from mailnode.governance.matching import shortfall
 from mailnode.governance.policy import Conditions, LiveVersion, Outcome, Stage, canonical_sha256, validate
-from mailnode.schema.governance import policies, policy_stages, policy_versions
 from mailnode.ids import is_id, new_id, parse_id
+from mailnode.schema.directory import teams
+from mailnode.schema.governance import policies, policy_stages, policy_versions
 from mailnode.schema.mail import mailboxes
 
 DRAFT = "draft"

@@ -43,9 +43,9 @@ from mailnode.governance.provider import (
     reading_today,
     record_outcome,
 )
-from mailnode.schema.governance_provider import provider_requests, provider_status
 from mailnode.log_events import LogEvent, LogLevel
 from mailnode.outbound.transports.base import SubmitOutcome
+from mailnode.schema.governance_provider import provider_requests, provider_status
 
 log = logging.getLogger("mailnode.provider")
 

@@ -37,8 +37,8 @@ from mailnode.authz import is_admin
 from mailnode.errors import MailnodeError, invalid, limit_exceeded, not_an_administrator, not_found
 from mailnode.governance import approvals as ap
 from mailnode.governance.policy import Stage
-from mailnode.schema.governance_supervised import SUPERVISED_SCOPES, supervised_grants
 from mailnode.ids import new_id, parse_id
+from mailnode.schema.governance_supervised import SUPERVISED_SCOPES, supervised_grants
 from mailnode.schema.mail import mailboxes
 
 _G = supervised_grants.c

@@ -32,13 +32,13 @@ from mailnode.ingress.classify import automated, facts_from, reply_refusal
 from mailnode.ingress.parse import parse_message
 from mailnode.ingress.reports import ReportKind, read_report
 from mailnode.ingress.routing import VERP_LOCAL_PREFIX
-from mailnode.schema.ingress import ingress_receipts
 from mailnode.mail.cases import open_case
 from mailnode.mail.mailboxes import addresses_of
-from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.mail.threading import find_conversation, record_message_id, start_conversation
 from mailnode.node import Node
 from mailnode.outbound import events
+from mailnode.schema.ingress import ingress_receipts
+from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.schema.outbound import send_recipients
 from mailnode.search import index as search_index
 

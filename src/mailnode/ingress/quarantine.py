@@ -28,8 +28,8 @@ from sqlalchemy import Connection, Row, select, update
 from mailnode import audit, budgets
 from mailnode.authz import require_admin
 from mailnode.errors import MailnodeError, not_found
-from mailnode.schema.ingress import ingress_receipts
 from mailnode.node import Node
+from mailnode.schema.ingress import ingress_receipts
 
 #: Materialisation raised; ``quarantine_error`` names the exception and its text.
 FAILED = "E_MATERIALISE_FAILED"

@@ -14,8 +14,8 @@ from mailnode import budgets
 from mailnode.errors import MailnodeError
 from mailnode.ids import new_id
 from mailnode.ingress.routing import Route
-from mailnode.schema.ingress import ingress_receipts
 from mailnode.node import Node
+from mailnode.schema.ingress import ingress_receipts
 
 
 @dataclass(frozen=True)

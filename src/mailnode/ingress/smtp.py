@@ -25,7 +25,6 @@ import re
 import weakref
 from collections.abc import Callable
 
-
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 

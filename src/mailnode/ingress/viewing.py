@@ -19,10 +19,10 @@ from mailnode.authz import holds
 from mailnode.errors import not_found
 from mailnode.ids import parse_id
 from mailnode.ingress import reading
-from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.node import Node
 from mailnode.retention import io as retention_io
 from mailnode.retention import rules as retention
+from mailnode.schema.mail_messages import message_attachments, messages
 
 
 def no_message(message_id: str) -> Exception:

@@ -232,8 +232,8 @@ def remove(conn: Connection, *, org_id: str, principal_id: str, at: datetime, ca
     (``E_CASE_OPEN``, 409). A legal hold covering the mailbox at the case's opening refuses ``E_LEGAL_HOLD``
     (409); run it inside ``retention.holds.deleting`` so the refusal is audited ``hold.blocked``.
     """
-    from mailnode.schema.mail_messages import messages
     from mailnode.retention.holds import refuse_if_held
+    from mailnode.schema.mail_messages import messages
 
     row = get_case(conn, org_id=org_id, principal_id=principal_id, case_id=case_id)
     if not holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id):

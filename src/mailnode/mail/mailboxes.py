@@ -16,9 +16,10 @@ from sqlalchemy import Connection, delete, select, update
 from mailnode import audit, budgets
 from mailnode.authz import MAILBOX_RELATIONS, holds, is_admin, mailboxes_visible, require_admin
 from mailnode.directory.domains import normalise_domain, org_domains
-from mailnode.errors import MailnodeError, conflict, invalid, not_found
+from mailnode.errors import MailnodeError, conflict, invalid, no_such_mailbox, not_found
 from mailnode.ids import new_id, parse_id
 from mailnode.schema.mail import mailbox_addresses, mailboxes
+
 
 def normalise_address(value: str) -> str:
     """``local@domain`` lower-cased with the domain IDNA-encoded; ``E_ADDRESS_MALFORMED`` (422)."""
@@ -29,12 +30,6 @@ def normalise_address(value: str) -> str:
                       "An address is local-part@domain (RFC 5321 §4.1.2), at most 64 octets before the @.",
                       "Give an address like support@example.org.", address=value)
     return f"{local.lower()}@{normalise_domain(domain)}"
-
-
-def no_such_mailbox(mailbox_id: str) -> Exception:
-    """The 404 for an absent or undisclosed mailbox."""
-    return not_found("E_NO_SUCH_MAILBOX", f"No mailbox {mailbox_id}.", fix="List mailboxes with GET /api/mailboxes.",
-                     mailbox_id=mailbox_id)
 
 
 def get_mailbox_row(conn: Connection, org_id: str, mailbox_id: str) -> Any:

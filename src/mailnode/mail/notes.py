@@ -20,9 +20,9 @@ from mailnode.authz import holds
 from mailnode.errors import MailnodeError, invalid
 from mailnode.ids import new_id
 from mailnode.mail.cases import get_case
-from mailnode.schema.mail_messages import case_notes
 from mailnode.outbound.addresses import reject_body_fault
 from mailnode.outbound.render import sha256_hex
+from mailnode.schema.mail_messages import case_notes
 
 
 def note_json(r: Any) -> dict[str, Any]:

@@ -20,10 +20,10 @@ from sqlalchemy import Connection, and_, delete, select
 
 from mailnode import budgets
 from mailnode.authz import mailboxes_visible
-from mailnode.schema.directory import users
 from mailnode.ids import parse_id
-from mailnode.schema.mail_messages import cases, composer_presence
 from mailnode.mail.thread import no_such_conversation
+from mailnode.schema.directory import users
+from mailnode.schema.mail_messages import cases, composer_presence
 
 
 class CollisionKind(StrEnum):

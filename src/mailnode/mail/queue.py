@@ -29,13 +29,10 @@ from sqlalchemy import Connection, func, select
 
 from mailnode import budgets
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible
-from mailnode.schema.butler import butlers
-from mailnode.schema.directory import users
-from mailnode.errors import MailnodeError
+from mailnode.errors import MailnodeError, no_such_mailbox
 from mailnode.ids import is_id
 from mailnode.mail import cases as cases_mod
-from mailnode.mail.mailboxes import get_mailbox_row, no_such_mailbox
-from mailnode.schema.mail_messages import cases, messages
+from mailnode.mail.mailboxes import get_mailbox_row
 from mailnode.mail.queue_rules import (
     VIEW_RULES,
     CaseGroup,
@@ -48,14 +45,17 @@ from mailnode.mail.queue_rules import (
     next_cursor,
     snippet,
 )
-from mailnode.schema.mail import mailboxes
 from mailnode.mail.thread import SendRelations, send_body_grant
 from mailnode.outbound.states import words_for
-from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
+from mailnode.schema.butler import butlers
+from mailnode.schema.directory import users
+from mailnode.schema.mail import mailboxes
+from mailnode.schema.mail_messages import cases, messages
+from mailnode.schema.outbound import send_manifests
+from mailnode.schema.search import search_documents
 from mailnode.search import run as search_run
 from mailnode.search.query import parse_query
-from mailnode.schema.search import search_documents
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,12 @@ from sqlalchemy import Connection, select
 
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible
 from mailnode.errors import not_found
-from mailnode.schema.governance import approvals
 from mailnode.ids import parse_id, prefix_of
-from mailnode.schema.mail_messages import case_notes, cases, conversations, messages
 from mailnode.node import Node
-from mailnode.schema.outbound import send_manifests
 from mailnode.retention import io as retention_io
+from mailnode.schema.governance import approvals
+from mailnode.schema.mail_messages import case_notes, cases, conversations, messages
+from mailnode.schema.outbound import send_manifests
 
 
 class BodyGrant(StrEnum):

@@ -61,24 +61,24 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode import audit, budgets
 from mailnode.audit import audit_entries
-from mailnode.schema.butler import butlers
 from mailnode.clock import utc
-from mailnode.schema.directory_contacts import contact_addresses
-from mailnode.schema.directory import organisations, users
 from mailnode.errors import MailnodeError
 from mailnode.governance import approvals as ap
 from mailnode.governance import breakers
-from mailnode.schema.governance import approval_stages
-from mailnode.schema.governance import approvals as approvals_table
 from mailnode.ids import new_id, prefix_of
 from mailnode.node import Node
 from mailnode.notices import rules as notices
-from mailnode.schema.notices import notice_trip_episodes
-from mailnode.schema.notices import notices as notices_table
 from mailnode.outbound.realtime import system_sender
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.schema.outbound import send_manifests, send_recipient_events
 from mailnode.retention import io as retention_io
+from mailnode.schema.butler import butlers
+from mailnode.schema.directory import organisations, users
+from mailnode.schema.directory_contacts import contact_addresses
+from mailnode.schema.governance import approval_stages
+from mailnode.schema.governance import approvals as approvals_table
+from mailnode.schema.notices import notice_trip_episodes
+from mailnode.schema.notices import notices as notices_table
+from mailnode.schema.outbound import send_manifests, send_recipient_events
 from mailnode.schema.retention import sweep_cursors
 
 log = logging.getLogger("mailnode.notices")

@@ -23,14 +23,14 @@ from mailnode import budgets
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, invalid, not_found
 from mailnode.ids import parse_id, prefix_of
-from mailnode.schema.mail_messages import messages
-from mailnode.schema.mail import mailbox_addresses
 from mailnode.node import Node
 from mailnode.outbound import answer
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import OutboundAttachment
 from mailnode.outbound.seal import SealRequest, no_such_parent
 from mailnode.retention import io as retention_io
+from mailnode.schema.mail import mailbox_addresses
+from mailnode.schema.mail_messages import messages
 
 ForwardAs = Literal["inline", "attachment"]
 

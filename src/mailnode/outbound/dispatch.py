@@ -110,10 +110,10 @@ from mailnode.outbound.states import (
     aggregate,
     recipient_submittable,
 )
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.outbound.transports import Submission, SubmitOutcome, SubmitState, Transport, make_transport
 from mailnode.outbound.transports.base import TransportCapabilities
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests, send_recipients
 
 log = logging.getLogger("mailnode.dispatch")
 

@@ -23,13 +23,13 @@ from mailnode import audit
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
-from mailnode.schema.mail_messages import messages
 from mailnode.outbound.addresses import NormalisedAddress, parse_recipient
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import written_address
 from mailnode.outbound.seal import check_composition, may_not_send, no_such_parent
-from mailnode.schema.outbound import drafts
 from mailnode.retention.holds import refuse_if_held
+from mailnode.schema.mail_messages import messages
+from mailnode.schema.outbound import drafts
 
 _FIELDS = ("to", "cc", "bcc", "subject", "body")
 

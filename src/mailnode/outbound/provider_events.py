@@ -18,12 +18,12 @@ from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import IntegrityError
 
 from mailnode.db import integrity
-from mailnode.schema.directory import organisations
 from mailnode.errors import MailnodeError
 from mailnode.ids import new_id
 from mailnode.outbound import events
-from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
 from mailnode.outbound.webhooks import EventKind, ProviderEvent
+from mailnode.schema.directory import organisations
+from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
 
 SOURCE = "resend"
 

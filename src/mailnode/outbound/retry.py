@@ -41,8 +41,8 @@ from mailnode.node import Node
 from mailnode.outbound.render import attachments_of, written_address
 from mailnode.outbound.seal import Sealed, SealRequest, seal
 from mailnode.outbound.states import STOPPABLE, SendState, StateReason, parse_state, retry_offer
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests, send_recipients
 
 RETRY_MODES = ("retry-effect", "resend-may-duplicate")
 #: Recipient states that provably never left, which ``retry-effect`` returns to ``held``.

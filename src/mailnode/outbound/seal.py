@@ -64,11 +64,7 @@ from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import breakers, gatefacts, provider_io
 from mailnode.governance.approvals import SubjectKind
 from mailnode.governance.provider import ProviderStatus, may_send
-from mailnode.schema.governance_provider import provider_status
-from mailnode.schema.governance import approvals
 from mailnode.ids import new_id, parse_id, prefix_of
-from mailnode.schema.mail_messages import messages
-from mailnode.schema.mail import mailbox_addresses, mailboxes
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
 from mailnode.outbound import gates
@@ -92,6 +88,10 @@ from mailnode.outbound.render import (
     sha256_hex,
 )
 from mailnode.outbound.states import SendState, StateReason
+from mailnode.schema.governance import approvals
+from mailnode.schema.governance_provider import provider_status
+from mailnode.schema.mail import mailbox_addresses, mailboxes
+from mailnode.schema.mail_messages import messages
 from mailnode.schema.outbound import drafts, send_manifests, send_recipients
 from mailnode.search import documents as search_documents
 from mailnode.search import index as search_index

@@ -28,7 +28,6 @@ from sqlalchemy import Connection, select
 from mailnode.butler import parked
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.mail import presence
-from mailnode.schema.mail_messages import cases, messages
 from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound import reads, retry
@@ -37,6 +36,7 @@ from mailnode.outbound.content import decode_attachment
 from mailnode.outbound.idempotency import DraftGone, MailFingerprint, Replay, fingerprint_of, seal_once
 from mailnode.outbound.seal import SealRequest, seal, sealed_json
 from mailnode.outbound.workflows import wake
+from mailnode.schema.mail_messages import cases, messages
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,6 @@ from mailnode import audit, budgets, metrics
 from mailnode.governance import provider_io
 from mailnode.governance.provider import ProviderStatus
 from mailnode.node import Node
-from mailnode.schema.notices import notices
 from mailnode.outbound import dispatch
 from mailnode.outbound.classes import MailClass
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
@@ -55,9 +54,10 @@ from mailnode.outbound.sweeper_rules import (
     decide_row,
     pass_plan,
 )
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.outbound.transports import Transport, make_transport
 from mailnode.retention import io as retention_io
+from mailnode.schema.notices import notices
+from mailnode.schema.outbound import send_manifests, send_recipients
 
 log = logging.getLogger("mailnode.sweeper")
 

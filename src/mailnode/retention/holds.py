@@ -38,10 +38,10 @@ from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, not_an_administrator, not_found
 from mailnode.governance import approvals as ap
 from mailnode.governance.policy import Stage
-from mailnode.schema.governance import approvals
 from mailnode.ids import new_id, parse_id
-from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
+from mailnode.schema.governance import approvals
+from mailnode.schema.mail import mailboxes
 from mailnode.schema.retention import hold_lifts, holds
 
 #: The stages of every lift request: one stage of two deciders other than the one asking.

@@ -62,15 +62,15 @@ from mailnode import audit, budgets
 from mailnode.authz import is_admin
 from mailnode.butler import parked
 from mailnode.clock import utc
-from mailnode.schema.directory import organisations
 from mailnode.errors import MailnodeError, not_an_administrator
 from mailnode.governance import approvals
-from mailnode.schema.ingress import ingress_receipts
-from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.node import Node
 from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason
-from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.retention import rules as retention
+from mailnode.schema.directory import organisations
+from mailnode.schema.ingress import ingress_receipts
+from mailnode.schema.mail_messages import message_attachments, messages
+from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.schema.retention import holds, retained_content, retention_settings, sweep_cursors
 from mailnode.search import index as search_index
 

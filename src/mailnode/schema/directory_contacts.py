@@ -2,7 +2,7 @@
 
 The provider breaker's tables live in ``schema/governance_provider.py``.
 ``contact_addresses``: where a person's notices go, and whether that address was verified (§4).
-``verification_records``: one per person, the stored form of ``directory.verification.VerificationRecord``;
+``verification_records``: one per person, the stored form of ``codes.verification.VerificationRecord``;
 it is also the endpoint's cooldown, so a failed send keeps it with its code cleared.
 ``applications``: application principals (``app_...``), which hold tokens and relations like people (§6).
 """
@@ -39,7 +39,7 @@ verification_records = Table(
 
 signin_codes = Table(
     # A person's one-time code to sign in to the web inbox, mailed to their verified contact address (issue
-    # 16). The same record as ``verification_records`` (the pure ``directory.verification`` rules run on it),
+    # 16). The same record as ``verification_records`` (the pure ``codes.verification`` rules run on it),
     # kept apart so asking for a sign-in code never replaces a pending contact-address code.
     "signin_codes",
     metadata,

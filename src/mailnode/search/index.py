@@ -20,8 +20,8 @@ from mailnode.evidence import EvidenceStore
 from mailnode.schema.mail_messages import messages
 from mailnode.schema.outbound import send_manifests
 from mailnode.schema.retention import retained_content
-from mailnode.search.documents import Document, message_document, send_document
 from mailnode.schema.search import search_documents
+from mailnode.search.documents import Document, message_document, send_document
 
 #: Columns the upsert writes (all but ``id`` and ``vector``).
 _COLUMNS = ("source_id", "kind", "org_id", "mailbox_id", "conversation_id", "case_id", "at", "subject", "sender",

@@ -30,12 +30,12 @@ from mailnode import budgets
 from mailnode.authz import mailboxes_visible
 from mailnode.errors import MailnodeError
 from mailnode.ids import is_id
-from mailnode.schema.mail_messages import cases
 from mailnode.schema.mail import mailboxes
+from mailnode.schema.mail_messages import cases
 from mailnode.schema.outbound import send_manifests
+from mailnode.schema.search import search_documents
 from mailnode.search.documents import WORD
 from mailnode.search.query import CaseIs, Field, Phrase, SearchQuery
-from mailnode.schema.search import search_documents
 
 d = search_documents.c
 _CURSOR = re.compile(r"[0-9]{1,19}")

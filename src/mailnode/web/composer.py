@@ -24,11 +24,11 @@ from mailnode import budgets
 from mailnode.errors import invalid
 from mailnode.governance.approvals import approvers
 from mailnode.mail import presence
-from mailnode.schema.mail_messages import messages
 from mailnode.outbound import drafts, reads, submit
 from mailnode.outbound.compose import Ask, compose
 from mailnode.outbound.outcome import gate_outcome
 from mailnode.outbound.seal import SealRequest
+from mailnode.schema.mail_messages import messages
 from mailnode.schema.outbound import drafts as drafts_table
 from mailnode.schema.outbound import send_manifests
 from mailnode.web.conversation import names_of, node_of

@@ -22,7 +22,6 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlalchemy import select
 
 from mailnode import budgets
-from mailnode.schema.directory import users
 from mailnode.governance.approvals import approvers
 from mailnode.ingress import viewing
 from mailnode.mail import cases as cases_mod
@@ -31,6 +30,7 @@ from mailnode.mail import presence
 from mailnode.mail.thread import Thread, author_kind, body_of, read_thread
 from mailnode.node import Node
 from mailnode.outbound.outcome import gate_outcome
+from mailnode.schema.directory import users
 from mailnode.web.headers import framed
 from mailnode.web.render import page
 from mailnode.web.session import CsrfDep, PersonDep, WebPerson

@@ -2,7 +2,7 @@
 ``/signout/everywhere``.
 
 A person signs in once with an API token of theirs (as ``mailnode init`` prints it), or with a one-time
-code mailed to their verified contact address (``directory.signin_codes``: the realtime mail path of
+code mailed to their verified contact address (``codes.signin``: the realtime mail path of
 verification codes, refused with the vague words while the provider breaker is shut). The node then opens
 a server-side session (``directory.sessions``) and sets only its random secret as an ``HttpOnly``,
 ``SameSite=Lax`` cookie (``Secure`` over TLS). An application's token opens no session. Every attempt that
@@ -20,7 +20,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
 from mailnode import budgets
-from mailnode.directory import sessions, signin_attempts, signin_codes
+from mailnode.codes import signin as signin_codes
+from mailnode.directory import sessions, signin_attempts
 from mailnode.directory.tokens import authenticate
 from mailnode.errors import MailnodeError
 from mailnode.ids import prefix_of

@@ -1,4 +1,4 @@
-"""Verification codes for a person's contact address: the I/O around ``directory.verification`` (spec §4).
+"""Verification codes for a person's contact address: the I/O around ``codes.verification`` (spec §4).
 
 ``request_code``: the provider breaker (realtime class), the person's daily cap (``codes_today``: their
 ``contact_email.code_requested`` audit entries this UTC day) and the cooldown are read before anything is
@@ -29,11 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mailnode import audit, budgets
 from mailnode.audit import audit_entries
-from mailnode.schema.directory_contacts import contact_addresses, verification_records
-from mailnode.directory.people import require_person
-from mailnode.directory.secret import node_secret
-from mailnode.schema.directory import users
-from mailnode.directory.verification import (
+from mailnode.codes.verification import (
     RequestDecision,
     RequestOutcome,
     VerificationRecord,
@@ -46,10 +42,14 @@ from mailnode.directory.verification import (
     utc_day_bounds,
     verify,
 )
+from mailnode.directory.people import require_person
+from mailnode.directory.secret import node_secret
 from mailnode.errors import MailnodeError
 from mailnode.governance import provider_io
 from mailnode.node import Node
 from mailnode.outbound.realtime import send_realtime, system_sender
+from mailnode.schema.directory import users
+from mailnode.schema.directory_contacts import contact_addresses, verification_records
 
 #: The audit action a code request writes (under the person's lock, before the send); the daily cap counts it.
 CODE_REQUESTED = "contact_email.code_requested"

@@ -1,6 +1,6 @@
 """One-time sign-in codes for the web inbox, mailed to a person's verified contact address (issue 16).
 
-The same rules and mail path as contact-address verification codes (``directory.verification``, pure, and
+The same rules and mail path as contact-address verification codes (``codes.verification``, pure, and
 ``outbound.realtime.send_realtime``): the provider breaker for the realtime class, the person's daily cap
 (their ``web.signin_code_requested`` audit entries this UTC day against
 ``budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY``) and the cooldown are read before anything is minted or
@@ -24,9 +24,8 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, select, update
 
 from mailnode import audit, budgets
-from mailnode.schema.directory_contacts import contact_addresses, signin_codes
-from mailnode.directory.secret import node_secret
-from mailnode.directory.verification import (
+from mailnode.codes import verification_io
+from mailnode.codes.verification import (
     VAGUE_UNAVAILABLE_MESSAGE,
     RequestOutcome,
     VerificationRecord,
@@ -37,13 +36,14 @@ from mailnode.directory.verification import (
     mint_code,
     verify,
 )
-from mailnode.directory import verification_io
-from mailnode.directory.verification_io import lock_person
+from mailnode.codes.verification_io import lock_person
+from mailnode.directory.secret import node_secret
 from mailnode.errors import MailnodeError
 from mailnode.governance import provider_io
 from mailnode.node import Node
 from mailnode.outbound.realtime import send_realtime, system_sender
 from mailnode.outbound.seal import SealRequest
+from mailnode.schema.directory_contacts import contact_addresses, signin_codes
 
 #: The audit action a code request writes (before the send); the daily cap counts it.
 CODE_REQUESTED = "web.signin_code_requested"
