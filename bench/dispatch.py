@@ -28,12 +28,12 @@ from sqlalchemy import select, update
 from mailnode import budgets
 from mailnode.config import Settings
 from mailnode.install import initialise
-from mailnode.schema.mail import mailboxes
 from mailnode.node import Node
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, seal
+from mailnode.schema.mail import mailboxes
 from mailnode.schema.outbound import send_manifests
-from mailnode.outbound.transports.smtp import SmtpTransport
+from mailnode.transports.smtp import SmtpTransport
 
 
 def free_port() -> int:

@@ -32,11 +32,11 @@ from mailnode.authz import grant
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
 from mailnode.ids import new_id
-from mailnode.schema.ingress import ingress_receipts
 from mailnode.install import initialise
 from mailnode.mail.mailboxes import create_mailbox
-from mailnode.schema.mail_messages import cases, conversations, messages
 from mailnode.node import Node
+from mailnode.schema.ingress import ingress_receipts
+from mailnode.schema.mail_messages import cases, conversations, messages
 from mailnode.search import index as search_index
 from mailnode.search import run as search_run
 from mailnode.search.documents import message_document

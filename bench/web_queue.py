@@ -40,12 +40,12 @@ from mailnode.clock import FrozenClock
 from mailnode.config import Settings
 from mailnode.directory.people import create_user
 from mailnode.ids import new_id
-from mailnode.schema.ingress import ingress_receipts
 from mailnode.install import initialise
 from mailnode.mail import queue
-from mailnode.schema.mail_messages import cases, conversations, messages
 from mailnode.mail.queue_rules import View
 from mailnode.node import Node
+from mailnode.schema.ingress import ingress_receipts
+from mailnode.schema.mail_messages import cases, conversations, messages
 from mailnode.schema.outbound import send_manifests
 from mailnode.search import index as search_index
 from mailnode.search.documents import message_document, send_document

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mailnode.butler.parked import END_REASONS, PARKED_RUN_ENDS, parked_run_end
-from mailnode.outbound.states import SendState
+from mailnode.vocabulary.send_states import SendState
 
 TABLE = {
     "held": None, "awaiting": None, "cancelled": "send_cancelled", "withheld": "send_withheld",

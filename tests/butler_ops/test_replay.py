@@ -11,9 +11,9 @@ from sqlalchemy import func, select
 
 from mailnode import budgets
 from mailnode.butler import replay, replay_rule, trigger
-from mailnode.outbound.states import SendState
 from mailnode.schema.butler_runs import butler_runs
 from mailnode.schema.outbound import drafts, send_manifests
+from mailnode.vocabulary.send_states import SendState
 from tests.butler_ops.conftest import World, message, person, release, send_of, wait_for
 from tests.butler_run.conftest import ack_program
 

@@ -176,7 +176,7 @@ def test_registries_are_total() -> None:
 
 
 def test_breaker_reasons_are_send_reasons() -> None:
-    states = pytest.importorskip("mailnode.outbound.states")
+    states = pytest.importorskip("mailnode.vocabulary.send_states")
     from mailnode.governance import effects
 
     for reason in breakers.REASON_OF.values():

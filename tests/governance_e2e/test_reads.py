@@ -4,7 +4,7 @@ domain, a send behind a tripped volume breaker, and a send waiting for approval 
 from __future__ import annotations
 
 from mailnode.outbound.reads import NEXT_STEP, next_step
-from mailnode.outbound.states import REASON_WORDS, StateReason
+from mailnode.vocabulary.send_states import REASON_WORDS, StateReason
 from tests.governance_e2e.conftest import Org
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mailnode.outbound.classes import (
+from mailnode.vocabulary.mail_classes import (
     ALL_GATES,
     CLASS_RULES,
     DEFAULT_MAIL_CLASS,

@@ -33,9 +33,9 @@ from mailnode.governance.provider import (
     reopens_at,
 )
 from mailnode.log_events import LogLevel
-from mailnode.outbound.classes import MailClass
-from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
-from mailnode.outbound.transports.resend import classify_resend
+from mailnode.transports.base import SubmitOutcome, SubmitState
+from mailnode.transports.resend import classify_resend
+from mailnode.vocabulary.mail_classes import MailClass
 
 NOW = datetime(2026, 3, 20, 14, 30, tzinfo=UTC)
 FRESH = ProviderStatus(transport="resend")

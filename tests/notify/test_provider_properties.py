@@ -17,8 +17,8 @@ from mailnode.governance.provider import (
     reading_today,
     record_outcome,
 )
-from mailnode.outbound.classes import MailClass
-from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
+from mailnode.transports.base import SubmitOutcome, SubmitState
+from mailnode.vocabulary.mail_classes import MailClass
 
 NOW = datetime(2026, 3, 20, 14, 30, tzinfo=UTC)
 limits_st = st.integers(min_value=0, max_value=10_000).flatmap(

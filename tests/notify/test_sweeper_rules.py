@@ -10,7 +10,6 @@ import pytest
 from mailnode import budgets
 from mailnode.governance.provider import BreakerState, PauseKind, ProviderStatus, may_send
 from mailnode.outbound.movable import movable_now
-from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
 from mailnode.outbound.sweeper_rules import (
     DEFAULT_RULES,
     NOTIFY_AUTHOR,
@@ -28,6 +27,7 @@ from mailnode.outbound.sweeper_rules import (
     lease_until_for,
     pass_plan,
 )
+from mailnode.vocabulary.send_states import STATE_OF_REASON, SendState, StateReason
 
 T0 = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 OPEN = ProviderStatus("resend")

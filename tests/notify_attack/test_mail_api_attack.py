@@ -21,9 +21,9 @@ from mailnode.directory.tokens import create_token
 from mailnode.ids import new_id
 from mailnode.mail.mailboxes import create_mailbox
 from mailnode.outbound.idempotency import FINGERPRINT_FIELDS, MailFingerprint, differing_fields
-from mailnode.outbound.states import SendState
 from mailnode.schema.directory import organisations
 from mailnode.schema.outbound import send_manifests
+from mailnode.vocabulary.send_states import SendState
 from tests.conftest import bearer
 from tests.support.resend_emulator import Fault
 

@@ -32,9 +32,9 @@ from mailnode.notices.rules import (
     notice_idempotency_key,
 )
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
 from mailnode.retention import io as retention_io
 from mailnode.schema.outbound import send_manifests
+from mailnode.vocabulary.send_states import STATE_OF_REASON, SendState, StateReason
 from tests.conftest import bearer
 
 from .conftest import Org, mail_body

@@ -34,8 +34,8 @@ from mailnode.governance.provider import (
     may_send,
 )
 from mailnode.outbound import sweeper
-from mailnode.outbound.classes import MailClass
 from mailnode.schema.outbound import send_manifests
+from mailnode.vocabulary.mail_classes import MailClass
 from tests.conftest import bearer
 from tests.notify_io.conftest import T0
 from tests.support.resend_emulator import Fault

@@ -17,7 +17,7 @@ from mailnode import budgets
 from mailnode.governance import provider_io
 from mailnode.governance.provider import PauseKind, ProviderLimits
 from mailnode.outbound import dispatch
-from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
+from mailnode.transports.base import SubmitOutcome, SubmitState
 
 from .conftest import T0, Org
 from .test_reserve_per_recipient import _at_reading, _seal

@@ -25,9 +25,9 @@ from mailnode.notices.rules import (
     seal_retry_delay_seconds,
     stage_deciders,
 )
-from mailnode.outbound.classes import MailClass
-from mailnode.outbound.states import StateReason
 from mailnode.schedules import interval_cron
+from mailnode.vocabulary.mail_classes import MailClass
+from mailnode.vocabulary.send_states import StateReason
 
 CORR, DEFER, RT = "correspondence", "deferrable", "realtime"
 DEDUP = "dedup_window_closed"

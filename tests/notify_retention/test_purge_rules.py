@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
 from mailnode.retention import rules as retention
 from mailnode.retention.rules import RetentionDecision, RetentionFacts, RetentionReason, Verdict, decide
 from mailnode.schema.mail_messages import messages
+from mailnode.vocabulary.send_states import STATE_OF_REASON, SendState, StateReason
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 D = timedelta(days=1)

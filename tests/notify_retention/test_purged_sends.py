@@ -20,12 +20,12 @@ from mailnode.ids import new_id
 from mailnode.notices import io as notices_io
 from mailnode.outbound import dispatch
 from mailnode.outbound.reads import NEXT_STEP
-from mailnode.outbound.states import StateReason, words_for
 from mailnode.retention import io as retention_io
 from mailnode.retention import rules as retention
 from mailnode.schema.governance import approvals
 from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.schema.retention import retained_content
+from mailnode.vocabulary.send_states import StateReason, words_for
 from tests.notify_retention.conftest import Retained
 from tests.outbound_db.conftest import Sink, running_sink
 

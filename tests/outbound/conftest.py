@@ -13,7 +13,7 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from mailnode.outbound.render import OutboundMessage, make_message_id, render
-from mailnode.outbound.transports.base import Submission
+from mailnode.transports.base import Submission
 from tests.support.resend_emulator import EmulatorConfig, ResendEmulator
 
 MANIFEST_ID = "snd_01JDKZ8Q4M6V8R2T0W3X5Y7Z9A"

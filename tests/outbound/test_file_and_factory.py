@@ -8,11 +8,11 @@ import pytest
 
 from mailnode.config import Settings
 from mailnode.errors import MailnodeError
-from mailnode.outbound.transports import TRANSPORTS, make_transport
-from mailnode.outbound.transports.base import SubmitState
-from mailnode.outbound.transports.file import FileTransport
-from mailnode.outbound.transports.resend import ResendTransport
-from mailnode.outbound.transports.smtp import SmtpTransport
+from mailnode.transports import TRANSPORTS, make_transport
+from mailnode.transports.base import SubmitState
+from mailnode.transports.file import FileTransport
+from mailnode.transports.resend import ResendTransport
+from mailnode.transports.smtp import SmtpTransport
 
 from .conftest import make_message, make_submission
 

@@ -11,9 +11,9 @@ import itertools
 import pytest
 
 from mailnode.governance import breakers
-from mailnode.outbound.classes import MailClass
 from mailnode.outbound.handover import EVERY_CLASS_WITHHOLDS, HandoverDecision, HandoverFacts, Step, decide
-from mailnode.outbound.states import StateReason
+from mailnode.vocabulary.mail_classes import MailClass
+from mailnode.vocabulary.send_states import StateReason
 
 C, D, R = MailClass.CORRESPONDENCE.value, MailClass.DEFERRABLE.value, MailClass.REALTIME.value
 #: Every refusal governance's recheck can answer (``gatefacts.recheck_facts``), and none.

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mailnode.outbound.transports.base import SubmitState
-from mailnode.outbound.transports.resend import (
+from mailnode.transports.base import SubmitState
+from mailnode.transports.resend import (
     ResendTransport,
     classify_resend,
     parse_retry_after,

@@ -13,8 +13,8 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
-from mailnode.outbound.transports.base import SubmitState
-from mailnode.outbound.transports.smtp import SmtpTransport
+from mailnode.transports.base import SubmitState
+from mailnode.transports.smtp import SmtpTransport
 
 from .conftest import SinkHandler, free_port, make_message, make_submission
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mailnode.outbound.transports.base import SubmitState
-from mailnode.outbound.transports.smtp import SmtpPhase, SmtpTransport, classify_smtp
+from mailnode.transports.base import SubmitState
+from mailnode.transports.smtp import SmtpPhase, SmtpTransport, classify_smtp
 
 from .conftest import Sink, free_port, make_message, make_submission
 

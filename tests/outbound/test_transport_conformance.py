@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from mailnode.outbound.transports.base import SubmitState, Transport
-from mailnode.outbound.transports.file import FileTransport, envelope_lines
-from mailnode.outbound.transports.resend import ResendTransport
-from mailnode.outbound.transports.smtp import SmtpTransport
+from mailnode.transports.base import SubmitState, Transport
+from mailnode.transports.file import FileTransport, envelope_lines
+from mailnode.transports.resend import ResendTransport
+from mailnode.transports.smtp import SmtpTransport
 
 from .conftest import MANIFEST_ID, Sink, make_message, make_submission
 

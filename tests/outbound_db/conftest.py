@@ -22,7 +22,7 @@ if str(_ROOT) not in sys.path:
 
 from mailnode.ingress.materialise import materialise_receipt
 from mailnode.ingress.smtp import start_listener
-from mailnode.outbound.transports.smtp import SmtpTransport
+from mailnode.transports.smtp import SmtpTransport
 
 
 def free_port() -> int:

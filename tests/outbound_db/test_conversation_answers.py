@@ -278,7 +278,7 @@ def test_a_resend_carries_the_names_html_and_attachments_again(
 class Capturing:
     """A reconstructing transport (like Resend) that takes everything and keeps what it was handed."""
 
-    from mailnode.outbound.transports.base import TransportCapabilities
+    from mailnode.transports.base import TransportCapabilities
 
     capabilities = TransportCapabilities("capturing", 1, None, "none", "reconstructed")
 
@@ -286,7 +286,7 @@ class Capturing:
         self.submitted: list[Any] = []
 
     async def submit(self, request: Any) -> Any:
-        from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
+        from mailnode.transports.base import SubmitOutcome, SubmitState
 
         self.submitted.append(request)
         return SubmitOutcome(SubmitState.HANDED_OVER, transport_message_id=f"cap-{len(self.submitted)}")

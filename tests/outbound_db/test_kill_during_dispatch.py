@@ -21,9 +21,9 @@ from sqlalchemy import select, update
 
 from mailnode import budgets
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.states import SendState
 from mailnode.schema.mail import mailboxes
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.vocabulary.send_states import SendState
 from tests.outbound_db.conftest import free_port
 
 SENDS = 24

@@ -13,9 +13,9 @@ from sqlalchemy import func, select
 
 from mailnode.errors import MailnodeError
 from mailnode.outbound import dispatch
-from mailnode.outbound.states import SendState
-from mailnode.outbound.transports.base import Submission, SubmitOutcome, TransportCapabilities
 from mailnode.schema.outbound import drafts, send_manifests, send_recipients
+from mailnode.transports.base import Submission, SubmitOutcome, TransportCapabilities
+from mailnode.vocabulary.send_states import SendState
 from tests.outbound_db.conftest import deliver, inbound
 
 H = lambda token: {"Authorization": f"Bearer {token}"}
@@ -244,7 +244,7 @@ def test_a_transport_that_raises_is_recorded_not_swallowed(api: Any, node: Any, 
 
 
 def test_throttled_then_retry_effect_and_cancel(api: Any, node: Any, installed: Any, hold_zero: None) -> None:
-    from mailnode.outbound.transports.base import SubmitState
+    from mailnode.transports.base import SubmitState
 
     class Busy:
         capabilities = TransportCapabilities("busy", 1, None, "none", "authored")
@@ -318,7 +318,7 @@ def test_the_pure_movable_twin_agrees_with_the_sql(node: Any, installed: Any) ->
 
     from mailnode.outbound.movable import movable_now, movable_now_sql
     from mailnode.outbound.seal import SealRequest, seal
-    from mailnode.outbound.states import StateReason
+    from mailnode.vocabulary.send_states import StateReason
 
     sid = seal(node, org_id=installed.org_id, author_id=installed.user_id, request=SealRequest(
         mailbox_id=installed.mailbox_id, to=["ann@remote.test"], subject="Hi", body="x")).id

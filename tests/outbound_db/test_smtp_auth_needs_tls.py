@@ -15,9 +15,9 @@ from sqlalchemy import select, update
 
 from mailnode.outbound import dispatch
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.transports.smtp import SmtpTransport
 from mailnode.schema.mail import mailboxes
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.transports.smtp import SmtpTransport
 
 from .conftest import SinkHandler, free_port
 

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from mailnode.outbound.gates import OUTCOME_OF_GATE, Gate, GateFacts, decide
-from mailnode.outbound.states import (
+from mailnode.vocabulary.send_states import (
     REASON_WORDS,
     STATE_OF_REASON,
     STATE_WORDS,

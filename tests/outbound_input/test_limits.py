@@ -11,8 +11,8 @@ import pytest
 
 from mailnode import budgets
 from mailnode.outbound.render import OutboundMessage, normalise_body, render
-from mailnode.outbound.transports.base import Submission
-from mailnode.outbound.transports.resend import request_body
+from mailnode.transports.base import Submission
+from mailnode.transports.resend import request_body
 
 LIMIT = budgets.SEND_BODY_MAX_BYTES
 

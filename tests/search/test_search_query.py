@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from mailnode.errors import MailnodeError
-from mailnode.outbound.states import SendState
 from mailnode.search.documents import words
 from mailnode.search.query import CaseIs, Field, Phrase, SearchQuery, parse_query
 from mailnode.search.run import fts5_query, parse_cursor, snippet, tsquery
+from mailnode.vocabulary.send_states import SendState
 
 
 def day(y: int, m: int, d: int) -> datetime:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailnode.outbound.outcome import AWAITING_SENTENCE, OutcomeKind, gate_outcome
-from mailnode.outbound.states import STATE_OF_REASON, SendState, StateReason
+from mailnode.vocabulary.send_states import STATE_OF_REASON, SendState, StateReason
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -20,8 +20,8 @@ from mailnode.mail import notes as notes_mod
 from mailnode.mail.thread import Thread, author_kind, body_of, read_thread
 from mailnode.node import Node
 from mailnode.outbound.reads import next_step, send_summary
-from mailnode.outbound.states import SendState
 from mailnode.retention import rules as retention
+from mailnode.vocabulary.send_states import SendState
 
 router = APIRouter(prefix="/api", tags=["conversations"])
 

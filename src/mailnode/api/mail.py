@@ -38,13 +38,13 @@ from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import parse_id
-from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.idempotency import Replay, check_key, fingerprint_of, one_key, seal_once
 from mailnode.outbound.realtime import send_realtime, unavailable
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.states import SendState, words_for
 from mailnode.retention import io as retention_io
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.vocabulary.mail_classes import MailClass, parse_mail_class
+from mailnode.vocabulary.send_states import SendState, words_for
 
 router = APIRouter(prefix="/api/mail", tags=["mail"])
 

@@ -51,10 +51,10 @@ from mailnode.node import Node
 from mailnode.outbound import drafts as drafts_mod
 from mailnode.outbound.render import normalise_body
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.outbound.states import SendState, StateReason
 from mailnode.schema.mail import mailboxes
 from mailnode.schema.mail_messages import cases, conversations, messages
 from mailnode.schema.outbound import drafts
+from mailnode.vocabulary.send_states import SendState, StateReason
 
 SEND_PROPOSE = "send.propose"
 METADATA_OR_CONTENT = ("mailbox.metadata.read", "mailbox.content.read")

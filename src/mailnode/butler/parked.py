@@ -37,8 +37,8 @@ from sqlalchemy import Connection, select
 from mailnode import runtime
 from mailnode.butler import record
 from mailnode.node import Node
-from mailnode.outbound.states import SendState
 from mailnode.schema.butler_runs import butler_run_effects, butler_runs
+from mailnode.vocabulary.send_states import SendState
 
 log = logging.getLogger("mailnode.butler")
 

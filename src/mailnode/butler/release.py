@@ -39,9 +39,9 @@ from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict
 from mailnode.ids import is_id
 from mailnode.node import Node
-from mailnode.outbound.states import SendState, StateReason
 from mailnode.schema.mail import mailboxes
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.vocabulary.send_states import SendState, StateReason
 
 log = logging.getLogger("mailnode.butler")
 

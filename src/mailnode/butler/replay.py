@@ -45,11 +45,11 @@ from mailnode.errors import MailnodeError, conflict, invalid, limit_exceeded, no
 from mailnode.governance import supervised
 from mailnode.ids import is_id, new_id
 from mailnode.node import Node
-from mailnode.outbound.states import SendState, retry_offer, words_for
 from mailnode.retention import io as retention_io
 from mailnode.schema.butler import butler_versions, butlers
 from mailnode.schema.butler_runs import butler_pauses, butler_run_effects, butler_runs
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.vocabulary.send_states import SendState, retry_offer, words_for
 
 log = logging.getLogger("mailnode.butler")
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from mailnode.outbound.states import SendState, parse_state
 from mailnode.schema.butler_runs import butler_run_effects
 from mailnode.schema.outbound import send_manifests
+from mailnode.vocabulary.send_states import SendState, parse_state
 
 #: The effect reasons the rule writes.
 IDENTICAL = "replay_identical_content"

@@ -39,7 +39,7 @@ from mailnode.governance.provider import (
     next_utc_midnight,
 )
 from mailnode.log_events import LogEvent
-from mailnode.outbound.classes import MailClass
+from mailnode.vocabulary.mail_classes import MailClass
 
 #: What a person reads when a code cannot be sent: the same words for a quota, a revoked key and an
 #: unverified domain, because none of it is theirs to act on (seed 002; spec/transactional.md §4).

@@ -57,7 +57,7 @@ from mailnode.schema.directory import domains
 from mailnode.schema.governance import breaker_limits, domain_pauses
 from mailnode.schema.outbound import send_recipient_events, send_recipients
 
-#: How a transport reports delivery (``outbound.transports.base.DeliverySignals``).
+#: How a transport reports delivery (``transports.base.DeliverySignals``).
 DeliverySignals = Literal["webhook", "dsn", "none"]
 #: Which observations the bounce rate divides by (see the module docstring).
 Basis = Literal["events", "handed_over"]
@@ -471,7 +471,7 @@ def delivery_signals_of(transport: str) -> str:
 
     Raises ``E_TRANSPORT_UNKNOWN`` (500) for a name with no transport (an unknown name is never guessed).
     """
-    from mailnode.outbound.transports import file, resend, smtp
+    from mailnode.transports import file, resend, smtp
 
     caps = {"file": file.CAPABILITIES, "smtp": smtp.CAPABILITIES, "resend": resend.CAPABILITIES}.get(transport)
     if caps is None:

@@ -68,9 +68,9 @@ from mailnode.governance import approvals as ap
 from mailnode.governance import breakers
 from mailnode.governance.policies import load_live
 from mailnode.governance.policy import Outcome, PolicyResult, SendFacts, evaluate, stricter
-from mailnode.outbound.states import NOT_YET_LEFT
 from mailnode.schema.governance import approval_decisions, approvals
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.vocabulary.send_states import NOT_YET_LEFT
 
 #: Recipient rows that have not left and so follow the manifest into a gate.
 

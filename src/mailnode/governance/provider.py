@@ -45,8 +45,8 @@ from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import invalid
 from mailnode.log_events import LogEvent, LogLevel
-from mailnode.outbound.classes import MailClass, parse_mail_class
-from mailnode.outbound.transports.base import SubmitOutcome, SubmitState
+from mailnode.transports.base import SubmitOutcome, SubmitState
+from mailnode.vocabulary.mail_classes import MailClass, parse_mail_class
 
 #: The response header carrying the day's quota used so far (spec/resend.md §7), lower-cased as the
 #: transport captures it (``SubmitOutcome.quota_headers``).
@@ -69,7 +69,7 @@ TOKEN_CLASS_NOT_CLASSIFIED = "provider.mail_class_not_classified"
 class PauseKind(StrEnum):
     """Why the provider stopped taking mail, which decides how long it stays stopped (spec §2).
 
-    The values are ``outbound.transports.base.PauseKind``'s.
+    The values are ``transports.base.PauseKind``'s.
     """
 
     DAILY_QUOTA = "daily_quota"

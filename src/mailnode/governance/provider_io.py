@@ -44,8 +44,8 @@ from mailnode.governance.provider import (
     record_outcome,
 )
 from mailnode.log_events import LogEvent, LogLevel
-from mailnode.outbound.transports.base import SubmitOutcome
 from mailnode.schema.governance_provider import provider_requests, provider_status
+from mailnode.transports.base import SubmitOutcome
 
 log = logging.getLogger("mailnode.provider")
 

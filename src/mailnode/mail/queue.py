@@ -46,7 +46,6 @@ from mailnode.mail.queue_rules import (
     snippet,
 )
 from mailnode.mail.thread import SendRelations, send_body_grant
-from mailnode.outbound.states import words_for
 from mailnode.retention import io as retention_io
 from mailnode.schema.butler import butlers
 from mailnode.schema.directory import users
@@ -56,6 +55,7 @@ from mailnode.schema.outbound import send_manifests
 from mailnode.schema.search import search_documents
 from mailnode.search import run as search_run
 from mailnode.search.query import parse_query
+from mailnode.vocabulary.send_states import words_for
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from enum import StrEnum
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.ids import prefix_of
-from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.idempotency import NODE_KEY_PREFIX
-from mailnode.outbound.states import StateReason, parse_reason
+from mailnode.vocabulary.mail_classes import MailClass, parse_mail_class
+from mailnode.vocabulary.send_states import StateReason, parse_reason
 
 
 class NoticeKind(StrEnum):

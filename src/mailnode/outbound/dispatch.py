@@ -99,10 +99,14 @@ from mailnode.governance.provider import (
 from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
 from mailnode.outbound import handover
-from mailnode.outbound.classes import MailClass, parse_mail_class
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.render import OutboundAttachment, attachments_of
-from mailnode.outbound.states import (
+from mailnode.retention import io as retention_io
+from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.transports import Submission, SubmitOutcome, SubmitState, Transport, make_transport
+from mailnode.transports.base import TransportCapabilities
+from mailnode.vocabulary.mail_classes import MailClass, parse_mail_class
+from mailnode.vocabulary.send_states import (
     NOT_YET_LEFT,
     REASON_WORDS,
     SendState,
@@ -110,10 +114,6 @@ from mailnode.outbound.states import (
     aggregate,
     recipient_submittable,
 )
-from mailnode.outbound.transports import Submission, SubmitOutcome, SubmitState, Transport, make_transport
-from mailnode.outbound.transports.base import TransportCapabilities
-from mailnode.retention import io as retention_io
-from mailnode.schema.outbound import send_manifests, send_recipients
 
 log = logging.getLogger("mailnode.dispatch")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from mailnode.outbound.states import SendState, StateReason
+from mailnode.vocabulary.send_states import SendState, StateReason
 
 
 class Gate(IntEnum):

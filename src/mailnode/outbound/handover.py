@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from mailnode.outbound.classes import MailClass, parse_mail_class
-from mailnode.outbound.states import StateReason
+from mailnode.vocabulary.mail_classes import MailClass, parse_mail_class
+from mailnode.vocabulary.send_states import StateReason
 
 
 class Step(StrEnum):

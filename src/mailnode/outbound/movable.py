@@ -27,8 +27,8 @@ from sqlalchemy import and_, or_
 from sqlalchemy.sql.elements import ColumnElement
 
 from mailnode.clock import utc
-from mailnode.outbound.states import TIME_DRAINED_REASONS, SendState, StateReason
 from mailnode.schema.outbound import send_manifests
+from mailnode.vocabulary.send_states import TIME_DRAINED_REASONS, SendState, StateReason
 
 _MOVABLE_STATES = (SendState.HELD.value, SendState.THROTTLED.value)
 _DRAINED = tuple(r.value for r in TIME_DRAINED_REASONS)

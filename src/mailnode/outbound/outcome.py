@@ -15,7 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from mailnode.outbound.reads import next_step
-from mailnode.outbound.states import (
+from mailnode.vocabulary.send_states import (
     REASON_WORDS,
     STATE_OF_REASON,
     STATE_WORDS,

@@ -21,11 +21,11 @@ from sqlalchemy import Connection, func, select
 from mailnode.authz import mailboxes_visible
 from mailnode.ids import parse_id
 from mailnode.outbound.retry import no_such_send
-from mailnode.outbound.states import SendState, StateReason, parse_reason, retry_offer, words_for
 from mailnode.retention import io as retention_io
 from mailnode.retention import rules as retention
 from mailnode.schema.governance import approval_decisions, approval_stages, approvals
 from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
+from mailnode.vocabulary.send_states import SendState, StateReason, parse_reason, retry_offer, words_for
 
 
 def _iso(value: Any) -> str | None:

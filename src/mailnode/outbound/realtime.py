@@ -25,12 +25,12 @@ from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.governance import provider_io
 from mailnode.node import Node
 from mailnode.outbound import dispatch
-from mailnode.outbound.classes import MailClass
 from mailnode.outbound.seal import Sealed, SealRequest, seal, validate_recipients
-from mailnode.outbound.states import REASON_WORDS, SendState, StateReason
-from mailnode.outbound.transports import Transport, make_transport
 from mailnode.schema.mail import mailbox_addresses, mailboxes
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.transports import Transport, make_transport
+from mailnode.vocabulary.mail_classes import MailClass
+from mailnode.vocabulary.send_states import REASON_WORDS, SendState, StateReason
 
 #: What a caller reads when realtime mail cannot go: the same words whatever stopped it (a quota, a
 #: revoked key, an unverified domain), because none of it is the caller's to act on (seed 002).

@@ -40,9 +40,9 @@ from mailnode.ids import parse_id, prefix_of
 from mailnode.node import Node
 from mailnode.outbound.render import attachments_of, written_address
 from mailnode.outbound.seal import Sealed, SealRequest, seal
-from mailnode.outbound.states import STOPPABLE, SendState, StateReason, parse_state, retry_offer
 from mailnode.retention import io as retention_io
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.vocabulary.send_states import STOPPABLE, SendState, StateReason, parse_state, retry_offer
 
 RETRY_MODES = ("retry-effect", "resend-may-duplicate")
 #: Recipient states that provably never left, which ``retry-effect`` returns to ``held``.

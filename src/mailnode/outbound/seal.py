@@ -36,7 +36,7 @@ breaker readings are the ones the manifest is written under.
 unset; 0 = immediately movable). A Butler author's mail carries ``Auto-Submitted: auto-replied`` and
 waits for a person's release; the node's own notices carry ``auto-generated``.
 
-Mail classes (spec/transactional.md §1; ``outbound.classes``): every manifest carries ``mail_class``,
+Mail classes (spec/transactional.md §1; ``vocabulary.mail_classes``): every manifest carries ``mail_class``,
 ``correspondence`` unless the request names ``realtime`` or ``deferrable`` (an unknown name is
 ``E_MAIL_CLASS_UNKNOWN``, 422). Only correspondence meets policy, approvals and the Butler release, and
 waits out the hold window; every class meets the domain pause and the rate breakers. Correspondence also
@@ -74,7 +74,6 @@ from mailnode.outbound.addresses import (
     reject_body_fault,
     reject_header_injection,
 )
-from mailnode.outbound.classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
 from mailnode.outbound.content import check_content
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (
@@ -87,7 +86,6 @@ from mailnode.outbound.render import (
     render,
     sha256_hex,
 )
-from mailnode.outbound.states import SendState, StateReason
 from mailnode.schema.governance import approvals
 from mailnode.schema.governance_provider import provider_status
 from mailnode.schema.mail import mailbox_addresses, mailboxes
@@ -95,6 +93,8 @@ from mailnode.schema.mail_messages import messages
 from mailnode.schema.outbound import drafts, send_manifests, send_recipients
 from mailnode.search import documents as search_documents
 from mailnode.search import index as search_index
+from mailnode.vocabulary.mail_classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
+from mailnode.vocabulary.send_states import SendState, StateReason
 
 #: Recipient kinds in the order their first mention wins.
 KINDS: tuple[str, ...] = ("to", "cc", "bcc")
@@ -120,7 +120,7 @@ class SealRequest:
             resent Butler send meets no Butler release gate: resending it is a person's release.
         envelope_only: when set, recipient rows are made only for these lower-cased addresses (a resend
             to the recipients a first attempt may not have reached); the headers stay as composed.
-        mail_class: ``correspondence`` (default), ``realtime`` or ``deferrable`` (``outbound.classes``);
+        mail_class: ``correspondence`` (default), ``realtime`` or ``deferrable`` (``vocabulary.mail_classes``);
             ``notice`` implies ``deferrable``.
         system: the node's own mail (``sender_address`` is the system sender): no authority check,
             ``Auto-Submitted: auto-generated``; never correspondence.

@@ -40,9 +40,7 @@ from mailnode.governance import provider_io
 from mailnode.governance.provider import ProviderStatus
 from mailnode.node import Node
 from mailnode.outbound import dispatch
-from mailnode.outbound.classes import MailClass
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
-from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason, recipient_submittable
 from mailnode.outbound.sweeper_rules import (
     PassPlan,
     RowDecision,
@@ -54,10 +52,12 @@ from mailnode.outbound.sweeper_rules import (
     decide_row,
     pass_plan,
 )
-from mailnode.outbound.transports import Transport, make_transport
 from mailnode.retention import io as retention_io
 from mailnode.schema.notices import notices
 from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.transports import Transport, make_transport
+from mailnode.vocabulary.mail_classes import MailClass
+from mailnode.vocabulary.send_states import NOT_YET_LEFT, SendState, StateReason, recipient_submittable
 
 log = logging.getLogger("mailnode.sweeper")
 

@@ -33,8 +33,8 @@ from mailnode.governance.provider import (
     breaker_state,
     may_send,
 )
-from mailnode.outbound.classes import MailClass, parse_mail_class
-from mailnode.outbound.states import SendState, parse_state
+from mailnode.vocabulary.mail_classes import MailClass, parse_mail_class
+from mailnode.vocabulary.send_states import SendState, parse_state
 
 
 class SweeperReason(StrEnum):

@@ -65,7 +65,6 @@ from mailnode.clock import utc
 from mailnode.errors import MailnodeError, not_an_administrator
 from mailnode.governance import approvals
 from mailnode.node import Node
-from mailnode.outbound.states import NOT_YET_LEFT, SendState, StateReason
 from mailnode.retention import rules as retention
 from mailnode.schema.directory import organisations
 from mailnode.schema.ingress import ingress_receipts
@@ -73,6 +72,7 @@ from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.schema.retention import holds, retained_content, retention_settings, sweep_cursors
 from mailnode.search import index as search_index
+from mailnode.vocabulary.send_states import NOT_YET_LEFT, SendState, StateReason
 
 #: Send states in which a send may still go (``retention.PENDING_SEND_STATES``; the notice sweeper reads
 #: this name for a notice's own undelivered send).

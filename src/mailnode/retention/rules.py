@@ -60,8 +60,8 @@ from typing import Any, Generic, TypeVar
 from mailnode import budgets
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, invalid, limit_exceeded
-from mailnode.outbound import states
-from mailnode.outbound.states import SendState
+from mailnode.vocabulary import send_states as states
+from mailnode.vocabulary.send_states import SendState
 
 
 class ContentKind(StrEnum):

@@ -41,8 +41,8 @@ from enum import StrEnum
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.outbound.states import SendState
 from mailnode.search.documents import words
+from mailnode.vocabulary.send_states import SendState
 
 
 class Field(StrEnum):

@@ -10,16 +10,16 @@ from collections.abc import Callable
 
 from mailnode.config import Settings
 from mailnode.errors import invalid
-from mailnode.outbound.transports.base import (
+from mailnode.transports.base import (
     Submission,
     SubmitOutcome,
     SubmitState,
     Transport,
     TransportCapabilities,
 )
-from mailnode.outbound.transports.file import FileTransport
-from mailnode.outbound.transports.resend import ResendTransport
-from mailnode.outbound.transports.smtp import SmtpTransport
+from mailnode.transports.file import FileTransport
+from mailnode.transports.resend import ResendTransport
+from mailnode.transports.smtp import SmtpTransport
 
 __all__ = [
     "TRANSPORTS",

@@ -26,7 +26,7 @@ import aiosmtplib
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.outbound.transports.base import (
+from mailnode.transports.base import (
     Submission,
     SubmitOutcome,
     SubmitState,

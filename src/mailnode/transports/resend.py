@@ -23,7 +23,7 @@ import httpx
 
 import mailnode
 from mailnode import budgets
-from mailnode.outbound.transports.base import (
+from mailnode.transports.base import (
     PauseKind,
     Submission,
     SubmitOutcome,

@@ -14,7 +14,7 @@ import secrets
 from pathlib import Path
 
 from mailnode import budgets
-from mailnode.outbound.transports.base import (
+from mailnode.transports.base import (
     Submission,
     SubmitOutcome,
     SubmitState,
