@@ -4,7 +4,8 @@ spec/transactional.md §2 "Alerting cannot be mail": a node out of mail cannot m
 its state is exposed for a monitoring system to scrape (``GET /metrics``; alert rules in
 ``docs/operations.md``). Two kinds of metric:
 
-- process counters (``SWEEPER_ROWS``, ``SWEEPER_PASSES``) in ``COUNTERS``, incremented by the sweeper. Every
+- process counters (``SWEEPER_ROWS``, ``SWEEPER_PASSES``) in ``COUNTERS``, declared and incremented by the
+  sweeper (``outbound.sweeper_metrics``, so outbound never imports this module, which reads every domain). Every
   label of their closed vocabularies (``SweepVerdict``, ``SendMode``) is exposed from the start at 0, a
   count this process observed: a series that appeared only at its first increment would hide that
   increment from ``increase()``, and the documented alert on ``verdict="give_up"`` would miss the first
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
@@ -38,21 +39,10 @@ from mailnode.governance.provider import (
     reading_today,
 )
 from mailnode.node import Node
-from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
+from mailnode.outbound.sweeper_metrics import COUNTERS
 from mailnode.schema.butler_runs import butler_runs
 from mailnode.schema.directory import organisations
 from mailnode.schema.outbound import send_manifests
-
-#: Process-wide counters (they survive between scrapes).
-COUNTERS = CollectorRegistry(auto_describe=True)
-SWEEPER_ROWS = Counter("mailnode_sweeper_rows", "Rows the notify sweeper decided, by verdict.", ["verdict"],
-                       registry=COUNTERS)
-SWEEPER_PASSES = Counter("mailnode_sweeper_passes", "Notify sweeper passes, by send mode.", ["send_mode"],
-                         registry=COUNTERS)
-for _verdict in SweepVerdict:
-    SWEEPER_ROWS.labels(verdict=_verdict.value)
-for _mode in SendMode:
-    SWEEPER_PASSES.labels(send_mode=_mode.value)
 
 
 def breaker_samples(reading: breakers.Reading) -> dict[str, float]:

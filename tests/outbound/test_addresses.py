@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from mailnode.addresses import normalise_address, reject_header_injection
 from mailnode.errors import MailnodeError
-from mailnode.outbound.addresses import normalise_address, reject_header_injection
 
 
 @pytest.mark.parametrize(

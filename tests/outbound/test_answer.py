@@ -10,9 +10,9 @@ from email.policy import default as default_policy
 import pytest
 
 from mailnode import budgets
+from mailnode.addresses import parse_recipient
 from mailnode.errors import MailnodeError
 from mailnode.mail.thread import BodyGrant, SendRelations, author_kind, send_body_grant
-from mailnode.outbound.addresses import parse_recipient
 from mailnode.outbound.answer import (
     ParentFacts,
     forward_filename,

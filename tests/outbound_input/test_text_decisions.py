@@ -8,9 +8,7 @@ import sys
 import pytest
 
 from mailnode import budgets
-from mailnode.api.body_limit import request_too_large
-from mailnode.errors import MailnodeError
-from mailnode.outbound.addresses import (
+from mailnode.addresses import (
     FAULT_CODES,
     LINE_BREAKS,
     TextFault,
@@ -19,6 +17,8 @@ from mailnode.outbound.addresses import (
     normalise_address,
     reject_header_injection,
 )
+from mailnode.api.body_limit import request_too_large
+from mailnode.errors import MailnodeError
 from mailnode.outbound.render import OutboundMessage, render
 from mailnode.outbound.seal import body_too_large, check_composition, subject_too_long
 

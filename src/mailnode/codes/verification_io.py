@@ -53,7 +53,7 @@ from mailnode.schema.directory_contacts import contact_addresses, verification_r
 
 #: The audit action a code request writes (under the person's lock, before the send); the daily cap counts it.
 CODE_REQUESTED = "contact_email.code_requested"
-from mailnode.outbound.addresses import normalise_address
+from mailnode.addresses import normalise_address
 from mailnode.outbound.seal import SealRequest
 
 

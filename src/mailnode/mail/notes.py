@@ -10,18 +10,18 @@ no recipient, no manifest and never reaches a transport. Notes are deleted with 
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, select
 
 from mailnode import audit, budgets
+from mailnode.addresses import reject_body_fault
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, invalid
 from mailnode.ids import new_id
 from mailnode.mail.cases import get_case
-from mailnode.outbound.addresses import reject_body_fault
-from mailnode.outbound.render import sha256_hex
 from mailnode.schema.mail_messages import case_notes
 
 
@@ -71,5 +71,5 @@ def add_note(conn: Connection, *, org_id: str, principal_id: str, at: datetime, 
                                             author_id=principal_id, body=body, created_at=at))
     audit.append(conn, org_id=org_id, at=at, action="case.note_added", actor_id=principal_id, subject=case_id,
                  detail={"note_id": note_id, "conversation_id": row.conversation_id,
-                         "bytes": len(body.encode("utf-8")), "sha256": sha256_hex(body)})
+                         "bytes": len(body.encode("utf-8")), "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()})
     return note_json(conn.execute(select(case_notes).where(case_notes.c.id == note_id)).one())

@@ -6,7 +6,7 @@ filled in here from the stored message, and the seal then adds In-Reply-To and R
 
 - **To** (when the request names no recipient): for a person or an application, the parent's ``Reply-To``
   addresses when it has any, else its ``From`` (RFC 5322 §3.6.2: Reply-To says where replies go), display
-  names kept. A Butler keeps its envelope-sender rule (``butler.parent.reply_recipient``: the SMTP return
+  names kept. A Butler keeps its envelope-sender rule (``outbound.butler_recipient.reply_recipient``: the SMTP return
   path, never From or Reply-To; seed 003), with its four refusals.
 - **Reply-all** adds the parent's other ``To`` and ``Cc`` addresses as Cc, minus the mailbox's own addresses
   and anyone already named (case-insensitively). A Butler cannot reply to all (``E_BUTLER_REPLY_ALL``, 422).
@@ -32,8 +32,8 @@ from email.headerregistry import Address, HeaderRegistry
 from typing import Any
 
 from mailnode import budgets
-from mailnode.butler.parent import DELIVERY_EVENT, reply_recipient
 from mailnode.errors import MailnodeError, invalid
+from mailnode.outbound.butler_recipient import DELIVERY_EVENT, reply_recipient
 
 #: Reply prefixes removed before ``Re: `` is written (compared case-insensitively).
 REPLY_PREFIXES: tuple[str, ...] = ("re", "aw", "sv", "antw", "ref")
@@ -105,8 +105,8 @@ def _mailboxes(facts: ParentFacts, field: str) -> list[tuple[str, str]]:
     """``(display name, addr-spec)`` of every address in the parent's ``field`` headers, in order; an
     address that does not validate (``addresses.normalise_address``) is left out, and so is a header the
     ingress parse budgets would not read (``ingress.bounds.header_refusal``: too many addresses or words)."""
+    from mailnode.addresses import normalise_address
     from mailnode.ingress.bounds import header_refusal
-    from mailnode.outbound.addresses import normalise_address
 
     out: list[tuple[str, str]] = []
     for name, value in facts.headers:
@@ -151,7 +151,7 @@ def reply_recipients(facts: ParentFacts, *, own_addresses: frozenset[str], reply
     ``to`` is filled only when ``named`` is empty; ``cc`` holds reply-all's additions (empty without
     ``reply_all``). ``own_addresses`` are the mailbox's addresses, lower-cased. Addresses come back written
     as ``Name <local@domain>`` when the parent gave a display name. Raises ``E_REPLY_HAS_NO_RECIPIENT``
-    (422), ``E_BUTLER_REPLY_ALL`` (422) and, for a Butler, ``butler.parent``'s four refusals (422).
+    (422), ``E_BUTLER_REPLY_ALL`` (422) and, for a Butler, ``outbound.butler_recipient``'s four refusals (422).
     """
     if butler and reply_all:
         raise butler_reply_all(facts.message_id)

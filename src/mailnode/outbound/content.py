@@ -19,8 +19,8 @@ import re
 from collections.abc import Sequence
 
 from mailnode import budgets
+from mailnode.addresses import header_fault, reject_body_fault
 from mailnode.errors import MailnodeError, invalid
-from mailnode.outbound.addresses import header_fault, reject_body_fault
 from mailnode.outbound.render import OutboundAttachment
 
 #: A MIME type as RFC 2045 §5.1 writes it: token "/" token, no parameters (mailnode writes the charset itself).

@@ -20,10 +20,10 @@ from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.exc import IntegrityError
 
 from mailnode import audit
+from mailnode.addresses import NormalisedAddress, parse_recipient
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, not_found
 from mailnode.ids import new_id, parse_id
-from mailnode.outbound.addresses import NormalisedAddress, parse_recipient
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import written_address
 from mailnode.outbound.seal import check_composition, may_not_send, no_such_parent

@@ -29,8 +29,8 @@ from email.utils import format_datetime
 from typing import Literal
 
 from mailnode import budgets
+from mailnode.addresses import reject_header_injection
 from mailnode.errors import MailnodeError, invalid
-from mailnode.outbound.addresses import reject_header_injection
 
 #: ``Auto-Submitted`` values mailnode writes (RFC 3834 §5): a Butler's mail answers a message
 #: (``auto-replied``); the node's own notices are generated (``auto-generated``).

@@ -5,7 +5,7 @@ Order, each step refusing before anything is stored:
    (so a mailbox's existence is not disclosed);
 2. the From address: the mailbox's address (``E_SENDER_NOT_ON_MAILBOX`` 404, ``E_SENDER_AMBIGUOUS`` 409,
    ``E_MAILBOX_HAS_NO_ADDRESS`` 409);
-3. recipients validated and normalised (``outbound.addresses``: ``E_ADDRESS_MALFORMED``,
+3. recipients validated and normalised (``mailnode.addresses``: ``E_ADDRESS_MALFORMED``,
    ``E_HEADER_INJECTION``, 422), de-duplicated case-insensitively (first mention wins, To, Cc, Bcc);
    ``E_NO_RECIPIENTS`` / ``E_TOO_MANY_RECIPIENTS`` (422); before them the Subject and the body
    (``check_composition``): a line break or control character in the Subject ``E_HEADER_INJECTION``, a lone
@@ -59,6 +59,12 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, select
 
 from mailnode import audit, budgets
+from mailnode.addresses import (
+    NormalisedAddress,
+    parse_recipient,
+    reject_body_fault,
+    reject_header_injection,
+)
 from mailnode.authz import holds
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import breakers, gatefacts, provider_io
@@ -68,12 +74,6 @@ from mailnode.ids import new_id, parse_id, prefix_of
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
 from mailnode.outbound import gates
-from mailnode.outbound.addresses import (
-    NormalisedAddress,
-    parse_recipient,
-    reject_body_fault,
-    reject_header_injection,
-)
 from mailnode.outbound.content import check_content
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (

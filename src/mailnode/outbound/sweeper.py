@@ -35,11 +35,11 @@ from typing import Any
 from sqlalchemy import Connection, and_, or_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
-from mailnode import audit, budgets, metrics
+from mailnode import audit, budgets
 from mailnode.governance import provider_io
 from mailnode.governance.provider import ProviderStatus
 from mailnode.node import Node
-from mailnode.outbound import dispatch
+from mailnode.outbound import dispatch, sweeper_metrics
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.sweeper_rules import (
     PassPlan,
@@ -104,7 +104,7 @@ class PassReport:
     def count(self, verdict: SweepVerdict) -> None:
         """Count one row's verdict here and in the metrics."""
         self.verdicts[verdict.value] = self.verdicts.get(verdict.value, 0) + 1
-        metrics.SWEEPER_ROWS.labels(verdict=verdict.value).inc()
+        sweeper_metrics.SWEEPER_ROWS.labels(verdict=verdict.value).inc()
 
 
 def _facts(conn: Connection, row: Any) -> SweepFacts:
@@ -298,7 +298,7 @@ async def run_pass_async(node: Node, transport: Transport, *, executor_id: str =
     _age_outs(node, status, rules, now, batch_max, report)
     if plan.send_mode is not SendMode.NONE:
         await _redrive(node, status, rules, transport, now, plan, executor_id, report)
-    metrics.SWEEPER_PASSES.labels(send_mode=plan.send_mode.value).inc()
+    sweeper_metrics.SWEEPER_PASSES.labels(send_mode=plan.send_mode.value).inc()
     return report
 
 

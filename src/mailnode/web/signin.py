@@ -20,13 +20,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
 from mailnode import budgets
+from mailnode.addresses import normalise_address
 from mailnode.codes import signin as signin_codes
 from mailnode.directory import sessions, signin_attempts
 from mailnode.directory.tokens import authenticate
 from mailnode.errors import MailnodeError
 from mailnode.ids import prefix_of
 from mailnode.node import Node
-from mailnode.outbound.addresses import normalise_address
 from mailnode.web.render import page
 from mailnode.web.session import (
     SESSION_COOKIE,
