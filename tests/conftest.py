@@ -25,9 +25,15 @@ from sqlalchemy import create_engine, text
 from mailnode.clock import FrozenClock
 from mailnode.config import Settings
 from mailnode.node import Node
+from mailnode.wiring import wire_hooks
 
 PG_URL = os.environ.get("MAILNODE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 BACKEND = os.environ.get("MAILNODE_TEST_DB", "sqlite")
+
+
+# The tests are a composition root too: services that call a higher layer through ``mailnode.hooks``
+# (cancelling a send ends the Butler run parked on it) run wired, as ``mailnode serve`` and the CLI do.
+wire_hooks()
 
 
 def _pg_admin_url() -> str:

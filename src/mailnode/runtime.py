@@ -31,7 +31,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from mailnode import __version__, budgets
+from mailnode import __version__, budgets, hooks
 from mailnode.config import Settings
 from mailnode.errors import MailnodeError
 from mailnode.node import Node
@@ -77,33 +77,11 @@ def executor_id(node: Node, role: str = "serve") -> str:
     return node.settings.executor_id or f"{role}-{socket.gethostname()}"
 
 
-#: Hooks a lower layer calls into a higher one, declared by the module that holds each (``declare_hook``):
-#: name -> (is it wired?, what an unwired hook would silently skip). ``launch`` refuses to start while any is
-#: unwired; the composition root (``mailnode.wiring``) wires them (issue 18).
-_HOOKS: dict[str, tuple[Callable[[], bool], str]] = {}
-
-
-def declare_hook(name: str, is_wired: Callable[[], bool], skipped: str) -> None:
-    """Declare a hook a lower layer calls into a higher one: ``name`` (``<package>.<moment>``), a predicate
-    telling whether it is wired, and one sentence on what would be skipped without it."""
-    _HOOKS[name] = (is_wired, skipped)
-
-
-def require_wired() -> None:
-    """Raise ``E_HOOK_UNWIRED`` (500) naming every declared hook that is not wired, with what it would skip."""
-    unwired = sorted(name for name, (is_wired, _) in _HOOKS.items() if not is_wired())
-    if unwired:
-        raise MailnodeError(code="E_HOOK_UNWIRED", what=f"Hooks not wired: {', '.join(unwired)}.",
-                            why=" ".join(_HOOKS[name][1] for name in unwired),
-                            fix="Launch through mailnode.wiring.launch, which wires every hook first.", status=500,
-                            detail={"unwired": unwired})
-
-
 def launch(node: Node, role: str = "serve") -> None:
     """Configure and launch DBOS for this process; recovery of pending workflows starts here.
 
     Raises ``E_EXECUTOR_ALREADY_RUNNING`` (500) if this process already launched one, ``E_HOOK_UNWIRED``
-    (500) if a hook a lower layer calls is not wired (``mailnode.wiring.wire_hooks`` wires them).
+    (500) if a hook a lower layer calls is not wired (``mailnode.hooks``; ``mailnode.wiring`` wires them).
     """
     global _node, _launched, _executor_id
     import importlib
@@ -112,7 +90,7 @@ def launch(node: Node, role: str = "serve") -> None:
 
     for module in WORKFLOW_MODULES:
         importlib.import_module(module)
-    require_wired()  # an unwired hook stops the start (E_HOOK_UNWIRED), it is not skipped
+    hooks.require_wired()  # an unwired hook stops the start (E_HOOK_UNWIRED), it is not skipped
     with _lock:
         if _launched:
             raise MailnodeError(code="E_EXECUTOR_ALREADY_RUNNING", what="DBOS is already launched in this process.",

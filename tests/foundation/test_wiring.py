@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mailnode import runtime, wiring
+from mailnode import hooks, runtime, wiring
 from mailnode.butler.trigger import trigger_workflow
 from mailnode.errors import MailnodeError
 from mailnode.ingress import workflows
@@ -28,13 +28,13 @@ def test_the_composition_root_wires_the_butler_trigger_once(hooks: None) -> None
     wiring.wire_hooks()
     wiring.wire_hooks()
     assert workflows.AFTER_MATERIALISE == [trigger_workflow]
-    runtime.require_wired()
+    hooks.require_wired()
 
 
 def test_an_unwired_hook_is_an_error_not_a_skip(hooks: None) -> None:
     workflows.wire_after_materialise()
     with pytest.raises(MailnodeError) as caught:
-        runtime.require_wired()
+        hooks.require_wired()
     assert caught.value.code == "E_HOOK_UNWIRED"
     assert caught.value.detail == {"unwired": ["ingress.after_materialise"]}
     assert "Butler" in caught.value.why
@@ -47,3 +47,35 @@ def test_launch_refuses_to_start_unwired(hooks: None, node: object) -> None:
         runtime.launch(node)  # type: ignore[arg-type]
     assert caught.value.code == "E_HOOK_UNWIRED"
     assert runtime.launched_executor_id() is None
+
+
+@pytest.fixture
+def parked_hooks() -> Iterator[None]:
+    """Restore the parked-run hooks after each test."""
+    saved = hooks.END_PARKED_RUN.target, hooks.TELL_PARKED_RUNS.target
+    try:
+        yield
+    finally:
+        hooks.END_PARKED_RUN.wire(saved[0])
+        hooks.TELL_PARKED_RUNS.wire(saved[1])
+
+
+def test_the_composition_root_wires_the_parked_run_hooks(parked_hooks: None) -> None:
+    from mailnode.butler import parked
+
+    hooks.END_PARKED_RUN.wire(None)
+    hooks.TELL_PARKED_RUNS.wire(None)
+    wiring.wire_hooks()
+    assert hooks.END_PARKED_RUN.target is parked.end_parked_on
+    assert hooks.TELL_PARKED_RUNS.target is parked.tell
+
+
+def test_calling_an_unwired_hook_is_an_error_not_a_skip(parked_hooks: None) -> None:
+    hooks.END_PARKED_RUN.wire(None)
+    with pytest.raises(MailnodeError) as caught:
+        hooks.END_PARKED_RUN(None, org_id="org", send_id="snd", send_state="cancelled", at=None)
+    assert caught.value.code == "E_HOOK_UNWIRED"
+    assert caught.value.detail == {"unwired": ["outbound.end_parked_run"]}
+    with pytest.raises(MailnodeError) as at_launch:
+        hooks.require_wired()
+    assert at_launch.value.detail == {"unwired": ["outbound.end_parked_run"]}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import typer
 
+from mailnode import wiring
 from mailnode.cli import access, audit, doctor, ingest, mailboxes, node, tokens
 
 app = typer.Typer(name="mailnode", help="A self-hosted mail node.", no_args_is_help=True, add_completion=False)
@@ -50,5 +51,7 @@ _mount_domain_commands()
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: wire the hooks a lower layer calls into a higher one (``mailnode.wiring``;
+    a command that cancels a send ends the Butler run parked on it), then run the command."""
+    wiring.wire_hooks()
     app()

@@ -20,7 +20,7 @@ from datetime import datetime
 from dbos import DBOS, SetWorkflowID
 from sqlalchemy import or_, select, update
 
-from mailnode import budgets, runtime
+from mailnode import budgets, hooks, runtime
 from mailnode.errors import MailnodeError
 from mailnode.ingress.materialise import materialise_or_quarantine
 from mailnode.schema.ingress import ingress_receipts
@@ -69,8 +69,9 @@ def materialise_workflow(receipt_id: str) -> str | None:
 
 #: Steps that run after a message exists. Each takes the message id and must be a DBOS step or workflow call,
 #: so a resumed workflow does not repeat it. Ingress does not import the layers above it: the composition
-#: root (``mailnode.wiring``) wires the Butler trigger here at start-up, and the hook is declared to the
-#: runtime so a launch without that wiring is an error (``E_HOOK_UNWIRED``) instead of a silent skip (issue 18).
+#: root (``mailnode.wiring``) wires the Butler trigger here at start-up, and the hook is declared
+#: (``mailnode.hooks``) so a launch without that wiring is an error (``E_HOOK_UNWIRED``), not a silent
+#: skip (issue 18).
 AFTER_MATERIALISE: list[Callable[[str], object]] = []
 
 
@@ -80,8 +81,8 @@ def wire_after_materialise(*hooks: Callable[[str], object]) -> None:
     AFTER_MATERIALISE[:] = hooks
 
 
-runtime.declare_hook("ingress.after_materialise", lambda: bool(AFTER_MATERIALISE),
-                     "Without the Butler trigger wired into ingress, every delivery would start no Butler run.")
+hooks.declare("ingress.after_materialise", lambda: bool(AFTER_MATERIALISE),
+              "Without the Butler trigger wired into ingress, every delivery would start no Butler run.")
 
 
 def start(receipt_ids: list[str], redrives: dict[str, int] | None = None) -> None:

@@ -4,7 +4,8 @@
   pending approval of the send is settled ``cancelled`` in the same transaction; ``send.cancelled``).
   Needs ``send.propose`` on the mailbox. ``E_SEND_NOT_STOPPABLE`` (409) names the state it is in instead.
   A Butler run parked on the send's release ends ``stopped/send_cancelled`` in the same transaction
-  (``butler.parked``; the caller tells its workflow after the commit, ``parked.tell``).
+  (``butler.parked`` through ``hooks.END_PARKED_RUN``; the caller tells its workflow after the commit,
+  ``hooks.TELL_PARKED_RUNS``).
 - ``release_hold``: ``awaiting/policy_hold`` → ``held`` (``release_at`` unchanged; recipients follow;
   ``send.released``). Needs ``send.propose`` on the mailbox (the author may release their own). A
   Butler's send moves on to the next gate of the total order, ``awaiting/butler_release_required``,
@@ -31,9 +32,8 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
-from mailnode import audit
+from mailnode import audit, hooks
 from mailnode.authz import holds
-from mailnode.butler import parked
 from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.governance import approvals
 from mailnode.ids import parse_id, prefix_of
@@ -92,7 +92,8 @@ def cancel(conn: Connection, *, org_id: str, principal_id: str, at: datetime, se
     approval_cancelled = approvals.cancel_pending(conn, kind=approvals.SubjectKind.SEND_MANIFEST,
                                                   subject_id=send_id, now=at)
     # A Butler run parked on this send's release will never be released: it ends now (butler.parked).
-    ended = parked.end_parked_on(conn, org_id=org_id, send_id=send_id, send_state=SendState.CANCELLED.value, at=at)
+    ended = hooks.END_PARKED_RUN(conn, org_id=org_id, send_id=send_id, send_state=SendState.CANCELLED.value,
+                                 at=at)
     audit.append(conn, org_id=org_id, at=at, action="send.cancelled", actor_id=principal_id, subject=send_id,
                  detail={"from": row.state, "from_reason": row.state_reason, "stopped_before_dispatch": True,
                          "approval_cancelled": approval_cancelled,

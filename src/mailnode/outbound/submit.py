@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, select
 
-from mailnode.butler import parked
+from mailnode import hooks
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.mail import presence
 from mailnode.node import Node
@@ -181,7 +181,7 @@ def cancel(node: Node, *, org_id: str, principal_id: str, send_id: str) -> dict[
     with node.begin() as conn:
         retry.cancel(conn, org_id=org_id, principal_id=principal_id, at=node.clock.now(), send_id=send_id)
     # A Butler run that was parked on this send's release was ended with it; its workflow is told now.
-    parked.tell(node, org_id, [send_id])
+    hooks.TELL_PARKED_RUNS(node, org_id, [send_id])
     with node.read() as conn:
         return reads.get_send(conn, org_id=org_id, principal_id=principal_id, send_id=send_id)
 

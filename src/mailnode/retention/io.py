@@ -58,9 +58,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, and_, delete, exists, func, or_, select, update
 
-from mailnode import audit, budgets
+from mailnode import audit, budgets, hooks
 from mailnode.authz import is_admin
-from mailnode.butler import parked
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, not_an_administrator
 from mailnode.governance import approvals
@@ -344,7 +343,8 @@ def _end_send(conn: Connection, *, org_id: str, send_id: str, before: str, now: 
     approval_cancelled = approvals.cancel_pending(conn, kind=approvals.SubjectKind.SEND_MANIFEST, subject_id=send_id,
                                                   now=now)
     # A Butler run parked on this send's release ends with it (``sweep_org`` tells its workflow).
-    ended = parked.end_parked_on(conn, org_id=org_id, send_id=send_id, send_state=SendState.WITHHELD.value, at=now)
+    ended = hooks.END_PARKED_RUN(conn, org_id=org_id, send_id=send_id, send_state=SendState.WITHHELD.value,
+                                 at=now)
     audit.append(conn, org_id=org_id, at=now, action="send.withheld", actor_id=None, subject=send_id,
                  outcome="refused", detail={"reason": reason.value, "from": before, "retention": retention_reason,
                                             "approval_cancelled": approval_cancelled, "evidence": words,
@@ -505,12 +505,12 @@ def sweep_org(node: Node, *, org_id: str, now: datetime, scan_max: int = budgets
     docstring) in the same savepoint as ``purged_at``. A send under a live lease is retained
     (``RetentionFacts.send_in_flight``); a row whose ledger or send moved after the scan is ``raced``.
     A Butler run parked on a withheld send was ended in the purge's transaction; its workflow is told after
-    the commit (``butler.parked``).
+    the commit (``butler.parked``, through ``hooks.TELL_PARKED_RUNS``).
     """
     with node.begin() as conn:
         scanned = scan(conn, org_id=org_id, now=now, scan_max=scan_max, batch_max=batch_max)
         written = write(conn, scanned, org_id=org_id, now=now)
-    parked.tell(node, org_id, written.withheld)
+    hooks.TELL_PARKED_RUNS(node, org_id, written.withheld)
     removed = 0
     for digest in sorted(written.digests):
         with node.read() as conn:
