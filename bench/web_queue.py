@@ -165,7 +165,7 @@ def run(label: str, settings: Settings, count: int, runs: int) -> None:
     """Build the mailbox and time the queue."""
     from fastapi.testclient import TestClient
 
-    from mailnode.api.app import create_app
+    from mailnode.app import create_app
 
     node = Node.open(settings, clock=FrozenClock())
     inst = initialise(node, org="Bench", domain="example.test", admin_email="a@example.test")

@@ -199,7 +199,7 @@ def api(node: Node) -> Any:
     """A TestClient over the ASGI app."""
     from fastapi.testclient import TestClient
 
-    from mailnode.api.app import create_app
+    from mailnode.app import create_app
 
     with TestClient(create_app(node), raise_server_exceptions=False) as client:
         yield client

@@ -26,6 +26,7 @@ from typing import Any
 import email_validator
 from email_validator import EmailNotValidError, validate_email
 
+from mailnode import budgets
 from mailnode.errors import MailnodeError, invalid
 
 #: Special-use names (RFC 6761, RFC 2606) that a private relay may route and that tests use. The
@@ -321,3 +322,26 @@ def _malformed(value: str, field: str, why: str) -> MailnodeError:
         field=field,
         address=value[:320],
     )
+
+
+def header_refusal(value: str, *, address_list: bool, spent_chars: int) -> str | None:
+    """Why a header value must be kept as received instead of decoded and parsed, or ``None`` (pure).
+
+    Args:
+        value: the unfolded value as received.
+        address_list: whether it is read as an address list (To, Cc, From...).
+        spent_chars: header characters this message already had decoded and parsed.
+    """
+    words = value.count("=?")
+    if words > budgets.PARSE_HEADER_ENCODED_WORDS_MAX:
+        return f"it holds {words:,} encoded words (the limit is {budgets.PARSE_HEADER_ENCODED_WORDS_MAX:,})"
+    if address_list:
+        addresses = value.count("@")
+        if addresses > budgets.PARSE_ADDRESS_LIST_ENTRIES_MAX:
+            return f"it lists {addresses:,} addresses (the limit is {budgets.PARSE_ADDRESS_LIST_ENTRIES_MAX:,})"
+    if len(value) > budgets.PARSE_HEADER_STRUCTURED_MAX_CHARS:
+        return f"it is {len(value):,} characters long (the limit is {budgets.PARSE_HEADER_STRUCTURED_MAX_CHARS:,})"
+    if spent_chars + len(value) > budgets.PARSE_HEADERS_TOTAL_CHARS:
+        return (f"the message's headers already used the {budgets.PARSE_HEADERS_TOTAL_CHARS:,} characters "
+                "one message may have read")
+    return None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from mailnode import logs, runtime, wiring
-from mailnode.api.app import create_app
+from mailnode.app import create_app
 from mailnode.config import Settings
 from mailnode.ingress import workflows
 from mailnode.ingress.smtp import start_listener

@@ -45,7 +45,7 @@ def send_hostile(data_dir: Path, database_url: str, webhook_secret: str,
 def _child() -> None:
     from fastapi.testclient import TestClient
 
-    from mailnode.api.app import create_app
+    from mailnode.app import create_app
     from mailnode.config import Settings
     from mailnode.install import initialise
     from mailnode.node import Node

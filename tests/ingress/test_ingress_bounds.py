@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tests.corpus import message_files
 
-from mailnode import budgets
+from mailnode import addresses, budgets
 from mailnode.ingress import bounds
 from mailnode.ingress.parse import parse_message
 
@@ -35,7 +35,7 @@ T = budgets.PARSE_HEADERS_TOTAL_CHARS
     ("x" * 11, False, T - 10, f"the message's headers already used the {T:,} characters one message may have read"),
 ])
 def test_header_refusal(value: str, address_list: bool, spent: int, expected: str | None) -> None:
-    assert bounds.header_refusal(value, address_list=address_list, spent_chars=spent) == expected
+    assert addresses.header_refusal(value, address_list=address_list, spent_chars=spent) == expected
 
 
 @pytest.mark.parametrize(("lines", "parts", "expected"), [

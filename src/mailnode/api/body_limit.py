@@ -2,7 +2,7 @@
 
 FastAPI and uvicorn bound no request body by default, and a route's JSON body is read whole into memory
 before the route runs, so a 30 MB ``POST /api/mail`` would be read, parsed and only then refused by the
-seal. ``RequestBodyLimit`` (ASGI middleware, installed by ``api.app.create_app``) answers 413 in the
+seal. ``RequestBodyLimit`` (ASGI middleware, installed by ``mailnode.app.create_app``) answers 413 in the
 node's error shape, without calling the application, when:
 
 - the request declares a ``Content-Length`` over ``limit`` (nothing of the body is read), or

@@ -2,7 +2,7 @@
 
 Python's JSON decoder recurses once per array or object level, so a body of 100,000 nested ``[`` raised
 RecursionError inside the framework's body parsing or the webhook's own decoding, a 500 (issue 14 item 6).
-``JSONNestingLimit`` (ASGI middleware, installed by ``api.app.create_app`` inside ``RequestBodyLimit``, so
+``JSONNestingLimit`` (ASGI middleware, installed by ``mailnode.app.create_app`` inside ``RequestBodyLimit``, so
 the body it reads is already bounded by ``budgets.API_REQUEST_MAX_BYTES``) reads the body, measures its
 nesting with ``nesting_over`` (brackets inside strings do not count) and answers 422 in the node's error
 shape when it passes ``budgets.JSON_NESTING_MAX``; otherwise the body reaches the application unchanged,

@@ -71,15 +71,8 @@ from mailnode.schema.butler_runs import TERMINAL_STATES
 
 log = logging.getLogger("mailnode.butler")
 
-#: The DBOS topic a person's release is sent on, per send: ``butler.release:<send id>``.
-RELEASE_TOPIC = "butler.release"
 #: The reason a run ends with when its Butler is paused under it.
 BUTLER_PAUSED = "butler_paused"
-
-
-def release_topic(send_id: str) -> str:
-    """The topic the run that sealed ``send_id`` waits on."""
-    return f"{RELEASE_TOPIC}:{send_id}"
 
 
 # --- steps ------------------------------------------------------------------------------------------
@@ -205,7 +198,7 @@ class LiveEffects:
         Raises ``effects.RunEnds`` (``stopped`` with the message's reason) when the message says the send
         was decided against while it waited (``butler.parked``: cancelled, withheld, refused).
         """
-        message = await DBOS.recv_async(release_topic(str(result.subject)),
+        message = await DBOS.recv_async(parked.release_topic(str(result.subject)),
                                         timeout_seconds=self.release_timeout_seconds)
         if message is None:
             return False

@@ -1,7 +1,7 @@
 """A run parked on its send ends when the send can no longer be released (issue 17 item 12).
 
 Seed 003 "The human-release gate": a Butler's send is sealed ``awaiting/butler_release_required`` and the
-run parks on the send's release topic (``engine.release_topic``) for up to
+run parks on the send's release topic (``release_topic``) for up to
 ``Settings.butler_release_timeout_seconds`` (four days by default). A person's release is one way out
 (``release``); the other is the send being decided against while it waits: cancelled by a person, withheld
 (retention deleted its body), refused. Such a send will never be released, so the run waiting for it ends
@@ -41,6 +41,15 @@ from mailnode.schema.butler_runs import butler_run_effects, butler_runs
 from mailnode.vocabulary.send_states import SendState
 
 log = logging.getLogger("mailnode.butler")
+
+#: The DBOS topic a person's release is sent on, per send: ``butler.release:<send id>``.
+RELEASE_TOPIC = "butler.release"
+
+
+def release_topic(send_id: str) -> str:
+    """The topic the run that sealed ``send_id`` waits on (a release, or the end ``tell`` sends)."""
+    return f"{RELEASE_TOPIC}:{send_id}"
+
 
 #: The reason a parked run ends with when its send moves to each state (None: the run stays parked).
 PARKED_RUN_ENDS: dict[SendState, str | None] = {
@@ -133,7 +142,6 @@ def tell(node: Node, org_id: str, send_ids: Iterable[str]) -> list[ParkedEnd]:
     from dbos import DBOS
     from dbos._error import DBOSNonExistentWorkflowError
 
-    from mailnode.butler.engine import release_topic
 
     told = []
     for end in ends:

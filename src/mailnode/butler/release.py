@@ -191,7 +191,7 @@ def tell_run(node: Node, released: Released, by: str) -> Resumption:
     from dbos import DBOS
     from dbos._error import DBOSNonExistentWorkflowError
 
-    from mailnode.butler.engine import release_topic
+    from mailnode.butler.parked import release_topic
 
     message: dict[str, Any] = {"send_id": released.send_id, "by": by, "at": node.clock.now().isoformat()}
     try:

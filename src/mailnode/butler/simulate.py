@@ -16,7 +16,7 @@ of the people's save-draft: authority, the reply's parent with the trigger exemp
 message, the one-draft rule counting this walk's drafts, the composition checks); ``mail.send.propose``
 is ``effects.propose_reason`` (and a draft this walk sealed is retired, as the seal retires it). Also
 the checker, every expression, loop bounds and affordability (``cost.affordable``), and who a reply
-would go to (``parent.reply_recipient``, in the walk). Where the live run writes, the verdict is
+would go to (``outbound.butler_recipient.reply_recipient``, in the walk). Where the live run writes, the verdict is
 ``would``; a refusal is ``refused`` with the live reason. What it cannot decide (the seal's policy and
 gates, a race with another writer) is listed, in words, in every report (``LIMITS``).
 ``tests/butler_ops/test_dry_run_agrees.py`` runs every documented, demo and fixture program both ways.

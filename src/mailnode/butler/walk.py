@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mailnode.butler import expr, parent, schema_subset
+from mailnode.butler import expr, schema_subset
 from mailnode.butler.ast import (
     ButlerDocument,
     CaseAssignNode,
@@ -54,6 +54,7 @@ from mailnode.butler.ast import (
     WaitNode,
 )
 from mailnode.ids import is_id
+from mailnode.outbound import butler_recipient
 
 #: The node types that touch storage; each visit is one effect.
 EFFECT_TYPES = ("lookup", "case.assign", "case.close", "draft", "mail.send.propose")
@@ -259,7 +260,7 @@ class _Walk:
                 "in_reply_to_message_id": (self._id(node.in_reply_to, "msg", f"{node.id}.inReplyTo")
                                            if node.in_reply_to is not None else None),
             }
-            out["recipient"] = parent.reply_recipient(self.trigger_event, self.state["event"])
+            out["recipient"] = butler_recipient.reply_recipient(self.trigger_event, self.state["event"])
             return out
         if isinstance(node, SendProposeNode):
             value = expr.evaluate(node.draft, self.state)
@@ -310,7 +311,7 @@ async def walk(document: ButlerDocument, state: dict[str, Any], effects: Effects
     except _End as end:
         result.state, result.reason = end.state, end.reason
         result.detail = {"node": w.current, **end.detail} if w.current is not None else dict(end.detail)
-    except (expr.ExprError, parent.ReplyRefused, schema_subset.SchemaSubsetError) as exc:
+    except (expr.ExprError, butler_recipient.ReplyRefused, schema_subset.SchemaSubsetError) as exc:
         # The program's own faults: the run ends failed with the code, the node and the four-part error.
         result.state, result.reason = "failed", exc.code
         result.detail = {"node": w.current, "what": exc.what, "why": exc.why, "fix": exc.fix, **exc.detail}

@@ -8,7 +8,7 @@ RecursionError). So the bytes are measured first, by linear scans that allocate 
 compared with its budget in ``budgets.py`` (``PARSE_*``):
 
 - :func:`shape` measures the message: top-level header fields, lines, MIME parts.
-- :func:`body_refusal` and :func:`header_refusal` are pure decisions: ``None`` (read it) or a sentence naming
+- :func:`body_refusal` and :func:`mailnode.addresses.header_refusal` are pure decisions: ``None`` (read it) or a sentence naming
   the measure, its value and its limit.
 - :func:`load` parses what the decisions allow: the first ``PARSE_HEADERS_MAX`` header fields, and the body only
   when it is within bounds; otherwise a headers-only message. Each thing left unread is a note in words.
@@ -118,29 +118,6 @@ def body_refusal(measured: Shape) -> str | None:
         return f"it has {measured.lines:,} lines (the limit is {budgets.PARSE_LINES_MAX:,})"
     if measured.mime_parts > budgets.PARSE_MIME_PARTS_MAX:
         return f"it has more than {budgets.PARSE_MIME_PARTS_MAX:,} MIME parts"
-    return None
-
-
-def header_refusal(value: str, *, address_list: bool, spent_chars: int) -> str | None:
-    """Why a header value must be kept as received instead of decoded and parsed, or ``None`` (pure).
-
-    Args:
-        value: the unfolded value as received.
-        address_list: whether it is read as an address list (To, Cc, From...).
-        spent_chars: header characters this message already had decoded and parsed.
-    """
-    words = value.count("=?")
-    if words > budgets.PARSE_HEADER_ENCODED_WORDS_MAX:
-        return f"it holds {words:,} encoded words (the limit is {budgets.PARSE_HEADER_ENCODED_WORDS_MAX:,})"
-    if address_list:
-        addresses = value.count("@")
-        if addresses > budgets.PARSE_ADDRESS_LIST_ENTRIES_MAX:
-            return f"it lists {addresses:,} addresses (the limit is {budgets.PARSE_ADDRESS_LIST_ENTRIES_MAX:,})"
-    if len(value) > budgets.PARSE_HEADER_STRUCTURED_MAX_CHARS:
-        return f"it is {len(value):,} characters long (the limit is {budgets.PARSE_HEADER_STRUCTURED_MAX_CHARS:,})"
-    if spent_chars + len(value) > budgets.PARSE_HEADERS_TOTAL_CHARS:
-        return (f"the message's headers already used the {budgets.PARSE_HEADERS_TOTAL_CHARS:,} characters "
-                "one message may have read")
     return None
 
 

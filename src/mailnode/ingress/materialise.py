@@ -31,12 +31,12 @@ from mailnode.ingress.authresults import verdicts
 from mailnode.ingress.classify import automated, facts_from, reply_refusal
 from mailnode.ingress.parse import parse_message
 from mailnode.ingress.reports import ReportKind, read_report
-from mailnode.ingress.routing import VERP_LOCAL_PREFIX
 from mailnode.mail.cases import open_case
 from mailnode.mail.mailboxes import addresses_of
 from mailnode.mail.threading import find_conversation, record_message_id, start_conversation
 from mailnode.node import Node
 from mailnode.outbound import events
+from mailnode.outbound.return_path import VERP_LOCAL_PREFIX
 from mailnode.schema.ingress import ingress_receipts
 from mailnode.schema.mail_messages import message_attachments, messages
 from mailnode.schema.outbound import send_recipients

@@ -28,6 +28,7 @@ from email.message import Message
 from email.utils import getaddresses, parseaddr, parsedate_to_datetime
 
 from mailnode import budgets
+from mailnode.addresses import header_refusal
 from mailnode.ingress import attachments, authresults, bounds, htmlbody
 
 log = logging.getLogger("mailnode.ingress")
@@ -344,7 +345,7 @@ def _raw_value(value: object) -> str:
 def _structured_check(name: str, value: str, defects: _Defects) -> object | None:
     """Hand the value to ``policy.default``'s header parser, recording what it rejects.
 
-    The caller has kept the value within ``bounds.header_refusal``'s budgets. Returns the structured header
+    The caller has kept the value within ``addresses.header_refusal``'s budgets. Returns the structured header
     object, or ``None`` when the parser raised (the defect names the header and, in words, what is wrong:
     :func:`unreadable_words`; the stdlib raises IndexError and the like on such values, which says nothing
     to a reader).
@@ -537,8 +538,8 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
         raw_value = _raw_value(value)
         key = name.lower()
         unfolded = _clean(authresults.unfold(raw_value))[0]
-        refusal = bounds.header_refusal(unfolded, address_list=key in ADDRESS_LIST_HEADERS or key in MAILBOX_HEADERS,
-                                        spent_chars=spent)
+        refusal = header_refusal(unfolded, address_list=key in ADDRESS_LIST_HEADERS or key in MAILBOX_HEADERS,
+                                 spent_chars=spent)
         if refusal is not None:
             # Too complex to parse within the budgets: kept as received, read by nothing else.
             defects.add(f"{name}: too complex to read because {refusal}; kept as received")

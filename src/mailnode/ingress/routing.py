@@ -12,12 +12,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from mailnode.directory.domains import org_domains
 from mailnode.ids import is_id
 from mailnode.mail.mailboxes import mailbox_by_address
+from mailnode.outbound.return_path import VERP_LOCAL_PREFIX, bounce_domain_for
 from mailnode.schema.outbound import send_manifests, send_recipients
-
-VERP_LOCAL_PREFIX = "bounces+"
 
 
 @dataclass(frozen=True)
@@ -28,19 +26,6 @@ class Route:
     mailbox_id: str
     address: str
     verp_recipient_id: str | None = None
-
-
-def verp_address(recipient_id: str, bounce_domain: str) -> str:
-    """The VERP return path for one recipient row: ``bounces+<srp id>@<bounce domain>``."""
-    return f"{VERP_LOCAL_PREFIX}{recipient_id.lower()}@{bounce_domain}"
-
-
-def bounce_domain_for(conn: Connection, org_id: str, setting: str) -> str:
-    """The bounce domain in force: the setting, else the organisation's first domain."""
-    if setting:
-        return setting.lower()
-    domains = org_domains(conn, org_id)
-    return domains[0] if domains else ""
 
 
 def resolve(conn: Connection, address: str, bounce_domain_setting: str = "") -> Route | None:

@@ -104,9 +104,8 @@ class ParentFacts:
 def _mailboxes(facts: ParentFacts, field: str) -> list[tuple[str, str]]:
     """``(display name, addr-spec)`` of every address in the parent's ``field`` headers, in order; an
     address that does not validate (``addresses.normalise_address``) is left out, and so is a header the
-    ingress parse budgets would not read (``ingress.bounds.header_refusal``: too many addresses or words)."""
-    from mailnode.addresses import normalise_address
-    from mailnode.ingress.bounds import header_refusal
+    ingress parse budgets would not read (``addresses.header_refusal``: too many addresses or words)."""
+    from mailnode.addresses import header_refusal, normalise_address
 
     out: list[tuple[str, str]] = []
     for name, value in facts.headers:

@@ -96,11 +96,11 @@ from mailnode.governance.provider import (
     breaker_state,
     may_send,
 )
-from mailnode.ingress.routing import bounce_domain_for, verp_address
 from mailnode.node import Node
 from mailnode.outbound import handover
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.render import OutboundAttachment, attachments_of
+from mailnode.outbound.return_path import bounce_domain_for, verp_address
 from mailnode.retention import io as retention_io
 from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.transports import Submission, SubmitOutcome, SubmitState, Transport, make_transport

@@ -2,7 +2,7 @@
 
 One module of routes per domain, each an ``APIRouter`` named ``router`` listed in ``ROUTERS``; pages call the
 same service functions as ``mailnode.api`` (never a second implementation of a rule). ``install`` is called
-at the end of ``api.app.create_app``.
+at the end of ``mailnode.app.create_app``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""``create_app(node)``: the FastAPI application with every router and the error renderer."""
+"""``create_app(node)``: the one HTTP application of a node process, the API (``mailnode.api``) and the
+web inbox's pages (``mailnode.web``) over the same services, with the error renderer.
+
+It sits above both packages (issue 18: the pages wrap the API's error handlers, so ``web`` reads ``api``,
+and only this module mounts the two together)."""
 
 from __future__ import annotations
 
