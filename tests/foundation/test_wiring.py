@@ -14,7 +14,7 @@ from mailnode.ingress import workflows
 
 
 @pytest.fixture
-def hooks() -> Iterator[None]:
+def trigger_wiring() -> Iterator[None]:
     """Restore the wiring after each test."""
     saved = list(workflows.AFTER_MATERIALISE)
     try:
@@ -23,7 +23,7 @@ def hooks() -> Iterator[None]:
         workflows.wire_after_materialise(*saved)
 
 
-def test_the_composition_root_wires_the_butler_trigger_once(hooks: None) -> None:
+def test_the_composition_root_wires_the_butler_trigger_once(trigger_wiring: None) -> None:
     workflows.wire_after_materialise()
     wiring.wire_hooks()
     wiring.wire_hooks()
@@ -31,7 +31,7 @@ def test_the_composition_root_wires_the_butler_trigger_once(hooks: None) -> None
     hooks.require_wired()
 
 
-def test_an_unwired_hook_is_an_error_not_a_skip(hooks: None) -> None:
+def test_an_unwired_hook_is_an_error_not_a_skip(trigger_wiring: None) -> None:
     workflows.wire_after_materialise()
     with pytest.raises(MailnodeError) as caught:
         hooks.require_wired()
