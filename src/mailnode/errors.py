@@ -5,6 +5,11 @@ sentences for the reader (often an agent): ``what`` happened, ``why`` it was ref
 ``fix`` (a command or route that changes the outcome). ``detail`` holds the offending values.
 Domain errors are raised where the rule lives, as ``MailnodeError(code=..., ...)`` or one of the
 small helpers below; the API (``mailnode.api.errors``) and the CLI render them.
+
+An error is an event, not a value: an error is equal only to itself (the same object), and every
+error is hashable (it can sit in a set, key a dict, or be remembered by a library that tracks the
+exceptions it has seen). Compare errors by ``code`` and their fields, never with ``==``. A subclass
+that is itself a ``@dataclass`` must say ``eq=False`` too, or it would take value equality back.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(eq=False)
 class MailnodeError(Exception):
-    """A refusal or failure with a stable code.
+    """A refusal or failure with a stable code; equal only to itself, and hashable (see the module).
 
     Attributes:
         code: stable token, ``E_`` followed by upper-case words (for example ``E_UNAUTHENTICATED``).

@@ -234,8 +234,10 @@ def _refusal(loaded: dict[str, Any], pot: int) -> tuple[str, dict[str, Any]] | t
 
 def _counts(state: str, reason: str | None, nodes: int = 0, ok: int = 0, refused: int = 0,
             detail: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"state": state, "reason": reason, "nodes_executed": nodes, "effects": ok,
-                           "refusals": refused}
+    # Plain text, never an enum member: the outcome is a step argument and the workflow's result, which
+    # DBOS pickles, and the run record stores it.
+    out: dict[str, Any] = {"state": str(state), "reason": None if reason is None else str(reason),
+                           "nodes_executed": nodes, "effects": ok, "refusals": refused}
     if detail:
         # Step arguments are stored by DBOS: a fault's values that are not JSON travel as text.
         out["detail"] = json.loads(json.dumps(detail, default=str))

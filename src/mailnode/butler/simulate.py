@@ -284,7 +284,7 @@ async def simulate(conn: Connection, *, org_id: str, principal_id: str, butler_i
     detail = {k: v for k, v in result.detail.items() if k != "what"} if result.detail else {}
     if result.detail.get("what") and may_read:
         detail["what"] = result.detail["what"]
-    report["outcome"] = {"state": result.state, "reason": result.reason, "detail": detail}
+    report["outcome"] = {"state": str(result.state), "reason": result.reason, "detail": detail}
     if prog.pause_id is not None:
         report["limits"].insert(0, f"This Butler is paused ({prog.pause_id}): a live run would not start at all "
                                    "until an administrator resumes it.")

@@ -27,8 +27,8 @@ the Butler, never a version, so republishing does not clear it; placed only by t
 names a placer); at most one in force per Butler (``resumed_at IS NULL``, a unique partial index);
 resumed by one administrator with a reason, and kept as history afterwards.
 
-Vocabularies: ``RUN_STATES`` (live: ``running``, ``awaiting_release``; terminal: ``finished``,
-``stopped``, ``refused``, ``failed``), ``EFFECT_OUTCOMES`` (``ok``, ``refused``, ``failed``),
+Vocabularies: ``RUN_STATES`` (``states.RunState``; live: ``running``, ``awaiting_release``; terminal:
+``finished``, ``stopped``, ``refused``, ``failed``), ``EFFECT_OUTCOMES`` (``ok``, ``refused``, ``failed``),
 ``PAUSE_REASONS`` (``loop_detected``).
 """
 
@@ -37,11 +37,13 @@ from __future__ import annotations
 from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, String, Table, Text, false, text
 
 from mailnode.db.meta import JSONText, UTCDateTime, metadata
+from mailnode.vocabulary import run_states as states
 
+# The enum's plain values: these tuples are bound into SQL (``state IN (...)``) as stored text.
 #: Run states that are still walking or waiting.
-LIVE_STATES = ("running", "awaiting_release")
+LIVE_STATES: tuple[str, ...] = tuple(s.value for s in states.LIVE)
 #: Run states that end a run (spec/butler.md §6.2).
-TERMINAL_STATES = ("finished", "stopped", "refused", "failed")
+TERMINAL_STATES: tuple[str, ...] = tuple(s.value for s in states.TERMINAL)
 #: Every run state.
 RUN_STATES = LIVE_STATES + TERMINAL_STATES
 #: An effect row's outcome (spec/butler.md §6.4).
