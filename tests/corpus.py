@@ -2,7 +2,7 @@
 
 The repository carries what its tests read, so a clone with nothing beside it runs the whole suite. The
 copy is byte-identical to the project's shared corpus (``../shared/corpus`` where it exists beside the
-repository); ``tests/foundation/test_corpus_copy.py`` compares the two file by file so the copy never drifts
+repository); ``tests/test_corpus_copy.py`` compares the two file by file so the copy never drifts
 silently. The path is taken relative to this file, never from the working directory. Never edit either.
 """
 

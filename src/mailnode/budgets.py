@@ -90,7 +90,7 @@ PARSE_DEFECTS_MAX = 50
 #: process past 12 GB). The standard library's structured header parser (``policy.default.header_factory``)
 #: is quadratic in encoded words and address-list entries, and its message parser keeps a Python object per
 #: line and recurses per nested part; each figure below is measured by ``bench/header_parse.py`` and
-#: ``tests/ingress_db/test_hostile_messages.py`` (docs/performance.md, "Header parsing"). A header past a budget
+#: ``tests/ingress/db/test_hostile_messages.py`` (docs/performance.md, "Header parsing"). A header past a budget
 #: keeps its value as received and records a defect naming the measure; a body past one is not read into
 #: parts (the raw bytes keep it) and the headers are still read, so the message is threaded and shown.
 #: Top-level header fields read; the rest are left in the raw bytes. Sized: the corpus's most is under 100
@@ -187,7 +187,7 @@ IDEMPOTENCY_KEY_MAX_CHARS = 256
 #: break every 76 characters), and the rendered message must fit what this node and the common receivers
 #: accept (MESSAGE_MAX_BYTES); a quarter leaves room for the headers. The Resend request carries the text as
 #: JSON, at most 6 bytes per body byte (a control character as \u00XX), so it stays under
-#: RESEND_EMAIL_MAX_BYTES too. Measured: tests/outbound_input/test_limits.py renders the worst cases.
+#: RESEND_EMAIL_MAX_BYTES too. Measured: tests/outbound/input/test_limits.py renders the worst cases.
 SEND_BODY_MAX_BYTES = MESSAGE_MAX_BYTES // 4
 #: Largest content one send may carry in all, bytes: the text body, the HTML part and every attachment's
 #: decoded bytes together. The same quarter of MESSAGE_MAX_BYTES as the text alone, for the same reason: the
@@ -219,22 +219,22 @@ API_REQUEST_MAX_BYTES = 3 * SEND_BODY_MAX_BYTES + 1024 * 1024
 #: recurses once per level and fails with RecursionError near 1,000 (a 500 before this bound, issue 14).
 JSON_NESTING_MAX = 64
 #: Statement budget of a seal with no policies (reference: 12 subrequests; measured here by
-#: tests/outbound_db/test_budgets.py, a new conversation: 11 on SQLite and PostgreSQL, of which governance's
+#: tests/outbound/db/test_budgets.py, a new conversation: 11 on SQLite and PostgreSQL, of which governance's
 #: facts are 2, the breaker statement and the live policies, and the search document 1 (issue 15); 8 before
 #: governance was wired). Raised from the reference's 12 to 13 by that search document: a rate-gated seal
-#: (tests/governance_e2e/test_budgets.py) adds ``send.rate_limited``'s 2 to the 11.
+#: (tests/governance/e2e/test_budgets.py) adds ``send.rate_limited``'s 2 to the 11.
 SEAL_MAX_STATEMENTS = 13
 #: Statement budget of a seal that asks for an approval (reference: 13-14, 15 with a team-scoped stage;
-#: measured here by tests/governance_e2e/test_budgets.py, one stage without a team: 15, the no-policy
+#: measured here by tests/governance/e2e/test_budgets.py, one stage without a team: 15, the no-policy
 #: seal's 10 + the mailbox's deciders 1 + the approval, its stages and approval.requested 4; 16 since the
 #: search document, issue 15). The bound adds the 1 a team-scoped stage's rosters read
 #: (GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS).
 SEAL_APPROVAL_REQUIRED_MAX_STATEMENTS = 17
 #: Statement budget of dispatching one send to one recipient (reference: 17 unapproved, 25 approved;
-#: measured here by tests/outbound_db/test_budgets.py: 15 on SQLite and PostgreSQL, of which governance's
+#: measured here by tests/outbound/db/test_budgets.py: 15 on SQLite and PostgreSQL, of which governance's
 #: recheck is 2 and the provider breaker 3 (its read, and the status row read and written after the
 #: hand-over); 10 before both were wired; an approved send 14 before the provider breaker,
-#: tests/governance_e2e/test_budgets.py). Raised by 5 for the reserve under concurrency (issue 17 item 2):
+#: tests/governance/e2e/test_budgets.py). Raised by 5 for the reserve under concurrency (issue 17 item 2):
 #: each request is reserved on the locked status row (the locked read, which also counts the requests in
 #: flight, the ticket counter and the request row: 3), and its request row deleted with the answer (1);
 #: a transport's first request creates the status row (1). Measured for a transport's first request 20 on
@@ -356,7 +356,7 @@ BUTLER_NODES_MAX = 1000
 BUTLER_WAIT_MAX_SECONDS = 365 * 24 * 3600
 #: Seconds a live Butler run may stay in its state beyond the longest its own program allows (its
 #: ``wait`` nodes, or the release gate's timeout) before doctor's ``butler_runs_stuck`` names it. Sized: a
-#: run's effects take milliseconds each and a restart's recovery a few seconds (tests/butler_run/
+#: run's effects take milliseconds each and a restart's recovery a few seconds (tests/butler/runs/
 #: test_graceful_stop.py), so ten minutes flags no live run, and names a stuck one well within the working
 #: hour docs/operations.md gives an operator to act on a degraded doctor.
 BUTLER_RUN_STUCK_GRACE_SECONDS = 600
@@ -383,7 +383,7 @@ BUTLER_PRICE_SEND_PROPOSE_STATEMENTS = 20
 #: organisation's chain lock (``audit.py``, issue 14 item 10) they neither race nor retry, and the margin
 #: is kept so a reservation stays above what its node measures.
 BUTLER_RESERVE_AUDIT_RACE_STATEMENTS = 2
-#: Runtime reservations, at least what tests/butler_run/test_metering_worst_paths.py measures for each node
+#: Runtime reservations, at least what tests/butler/runs/test_metering_worst_paths.py measures for each node
 #: type on its dearest path as the engine performs it (the effect-row check, the sponsor's subjects, the
 #: people's function, the effect row and the spend): lookup 5 (no audit); case.assign 13 (a claim for a
 #: person, who must hold send.propose: one more read than for the Butler itself) + one audit race;
@@ -397,7 +397,7 @@ BUTLER_RESERVE_CASE_CLOSE_STATEMENTS = 11 + BUTLER_RESERVE_AUDIT_RACE_STATEMENTS
 BUTLER_RESERVE_DRAFT_STATEMENTS = 15 + BUTLER_RESERVE_AUDIT_RACE_STATEMENTS
 BUTLER_RESERVE_SEND_PROPOSE_STATEMENTS = 28
 #: The engine's own statements per run around the walk: the load step, the per-invocation read and the
-#: close (reference: butler.run_cost_engine_fixed = 3; measured here by tests/butler_run/test_metering.py: 5,
+#: close (reference: butler.run_cost_engine_fixed = 3; measured here by tests/butler/runs/test_metering.py: 5,
 #: the load's read and spend, the invocation's two reads, the close).
 BUTLER_RUN_ENGINE_FIXED_STATEMENTS = 5
 #: The part of BUTLER_RUN_ENGINE_FIXED_STATEMENTS spent after the walk: the close (one UPDATE). Every
@@ -423,7 +423,7 @@ BUTLER_LOOP_CHAIN_DEPTH = 8
 BUTLER_LOOP_CANDIDATE_IDS_MAX = 20
 #: Statements the loop detector may add to the trigger of a threaded delivery that replies to a Butler's
 #: send: the provoking run's read, then the window count of one listening Butler (measured by
-#: tests/butler_ops/test_loop.py: 1 + 1 per Butler the delivery provokes). Unthreaded mail adds none.
+#: tests/butler/runs/test_loop.py: 1 + 1 per Butler the delivery provokes). Unthreaded mail adds none.
 BUTLER_LOOP_DETECTION_STATEMENTS_PER_BUTLER = 1
 #: Statements the pause check adds at trigger time and per run invocation: none, pinned as an equality
 #: (reference: butler.pause_check_added_subrequests = 0). It rides on reads that already happen.
@@ -562,7 +562,7 @@ RETENTION_ENROL_BATCH_MAX = 500
 # --- Demo (``mailnode demo``) ---------------------------------------------------------------------
 
 #: Seconds ``mailnode serve`` may take to answer ``/api/health`` after it is started (sized: a cold start
-#: with migrations and DBOS launch takes 3-6 s here; tests/butler_run/test_served.py allows the same 60).
+#: with migrations and DBOS launch takes 3-6 s here; tests/butler/runs/test_served.py allows the same 60).
 DEMO_NODE_START_TIMEOUT_SECONDS = 60.0
 #: Seconds one awaited outcome (a message materialised, a run parked or ended, a send at the sink) may
 #: take before the demo reports the step as failed (sized: each takes under 3 s with the intervals below).

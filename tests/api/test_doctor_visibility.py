@@ -12,7 +12,7 @@ import pytest
 from mailnode.doctor.findings import NODE, ORGANISATION, Concern, Finding, Item, Severity, listed
 from mailnode.doctor.visibility import ALL, Viewer, sees, view
 from tests.api.conftest import Cast
-from tests.butler_run.conftest import ack_program
+from tests.butler.runs.conftest import ack_program
 
 #: Words only an administrator may read in this organisation's report.
 SECRETS = ("alex@example.test", "carol@example.test", "acknowledge", "support@example.test", "stolen password")

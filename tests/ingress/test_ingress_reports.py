@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tests.corpus import CORPUS, read_jsonl
 
 import mailnode.ingress.reports as reports
 from mailnode.ingress import bounds
@@ -16,6 +15,7 @@ from mailnode.ingress.reports import (
     read_report,
     valid_address,
 )
+from tests.corpus import CORPUS, read_jsonl
 
 BOUNCES = read_jsonl("bounces/expected.jsonl")
 EXTRA = read_jsonl("bounces-extra/expected.jsonl")

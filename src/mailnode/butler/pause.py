@@ -17,7 +17,7 @@ published versions, the run's per-invocation read and every effect step's own fi
 Statements: ``provocations`` is one statement (none when the delivery names no Message-ID), over
 ``ix_message_ids_lookup``, ``ix_butler_run_effects_subject`` and the runs' primary key;
 ``self_provoked_since`` is one statement over ``ix_butler_runs_self_provoked``. Both seek an index and
-never scan (``tests/butler_ops/test_loop_plan.py`` prints and asserts the plans on both databases).
+never scan (``tests/butler/runs/test_loop_plan.py`` prints and asserts the plans on both databases).
 
 Codes: ``E_BUTLER_LOOP`` (the placed pause's sentence), ``E_BUTLER_NO_SUCH_PAUSE`` (404),
 ``E_BUTLER_PAUSE_REASON_REQUIRED`` (422), ``E_BUTLER_PAUSE_ALREADY_RESUMED`` (409).

@@ -19,7 +19,7 @@ the checker, every expression, loop bounds and affordability (``cost.affordable`
 would go to (``outbound.butler_recipient.reply_recipient``, in the walk). Where the live run writes, the verdict is
 ``would``; a refusal is ``refused`` with the live reason. What it cannot decide (the seal's policy and
 gates, a race with another writer) is listed, in words, in every report (``LIMITS``).
-``tests/butler_ops/test_dry_run_agrees.py`` runs every documented, demo and fixture program both ways.
+``tests/butler/runs/test_dry_run_agrees.py`` runs every documented, demo and fixture program both ways.
 
 The sponsor whose authority caps the walk is the version's publisher for a published version and,
 for a draft (which has no publisher yet), the administrator asking.

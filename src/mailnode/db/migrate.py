@@ -1,7 +1,7 @@
 """Run and inspect Alembic migrations programmatically (``mailnode init``/``serve`` upgrade to head).
 
 The migration scripts live in ``mailnode/db/alembic/versions``; one revision per capability, generated
-from the metadata and reviewed. ``tests/db/test_migrations.py`` fails when the tables and the
+from the metadata and reviewed. ``tests/db/test_storage.py`` fails when the tables and the
 migrations disagree.
 """
 

@@ -14,8 +14,8 @@ unsatisfiable: nothing (the row stays, ``placed_at`` NULL, as the record of a re
 ``lifted_at``, ``lifted_reason`` (copied from the request) and ``lift_id``, ``hold.lifted`` audited;
 denied or unsatisfiable: nothing (the hold stays in force; the lift row records the refused request).
 
-The send state and reason tokens are ``vocabulary.send_states`` values, written here as literals so this module
-depends only on the tables; ``tests/governance/test_effects.py`` checks them against that vocabulary.
+The send state and reason tokens are ``vocabulary.send_states`` values, written here as literals so this
+module depends only on the tables; ``tests/governance/test_pure.py`` checks them against that vocabulary.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``retention.io.referenced`` asks, before removing an evidence blob, whether any message, receipt
 or send still names its digest; without an index on each digest column that is a scan of three whole
 tables per removed blob. The notify sweeper's age-out query selects sends by mail class, waiting state and
-``sealed_at`` before a cutoff. Indexes only; no data moves. ``tests/notify_retention/test_indexes.py``
+``sealed_at`` before a cutoff. Indexes only; no data moves. ``tests/retention/test_indexes.py``
 checks that SQLite's query plans use them.
 
 Revision ID: 0011_retention_indexes

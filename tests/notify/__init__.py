@@ -1,1 +1,0 @@
-"""Tests for ``mailnode.notify``: seed 002's decisions as tables and properties, no database."""

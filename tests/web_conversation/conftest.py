@@ -1,4 +1,0 @@
-"""Fixtures for the conversation page's services: the real ingress listener and smarthost sink of outbound_db."""
-
-from tests.outbound_db.conftest import hold_zero, listener, sink  # noqa: F401
-from tests.web.conftest import web  # noqa: F401
