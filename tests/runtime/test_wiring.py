@@ -40,7 +40,7 @@ def test_an_unwired_hook_is_an_error_not_a_skip(trigger_wiring: None) -> None:
     assert "Butler" in caught.value.why
 
 
-def test_launch_refuses_to_start_unwired(hooks: None, node: object) -> None:
+def test_launch_refuses_to_start_unwired(trigger_wiring: None, node: object) -> None:
     """``runtime.launch`` itself checks, so a process that skips the composition root cannot start."""
     workflows.wire_after_materialise()
     with pytest.raises(MailnodeError) as caught:
