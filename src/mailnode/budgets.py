@@ -648,3 +648,7 @@ FRAME_INLINE_IMAGE_BYTES_MAX = 5 * 1024 * 1024
 #: its batch size, a materialisation by PARSE_* and the hostile-input CPU budget of a few seconds); 10 s
 #: keeps the whole stop far inside a service manager's usual 90 s stop timeout (systemd's default).
 SHUTDOWN_DRAIN_SECONDS = 10.0
+#: At a stop, how long to wait for DBOS's scheduler and queue threads to exit once told to, seconds, before
+#: draining (``runtime.shutdown``). Each loop waits on its stop event, or on one poll of the system database
+#: (DBOS's queue polling interval is 1 s by default), so 5 s is several polls; past it the stop goes on.
+SHUTDOWN_STOP_STARTING_SECONDS = 5.0

@@ -27,6 +27,7 @@ import functools
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -236,14 +237,50 @@ def _drain(timeout: float) -> int:
         return _inflight
 
 
+def _stop_starting_workflows(timeout: float) -> None:
+    """Tell DBOS's scheduler and queue threads to stop, and wait up to ``timeout`` seconds for them to exit,
+    so that no workflow starts while this executor stops.
+
+    DBOS 3.4's ``destroy`` sets these threads' stop events only after it has shut its thread pool, so a queue
+    thread that had just dequeued a scheduled sweep logged ``Error executing workflow sched-...: Executor
+    accessed before DBOS was launched`` on a graceful stop (``tests/butler/runs/test_graceful_stop.py``). The
+    workflow stays claimed and the next start recovers it; the ERROR line was the defect. The attributes are
+    DBOS's own (``background_thread_stop_events``, ``_background_threads``): where a version lacks them this
+    does nothing and ``destroy`` stops the threads as before.
+    """
+    deadline = time.monotonic() + timeout
+    for thread in starting_threads():
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+#: DBOS background threads a stop leaves running until ``destroy``: running workflows still receive their
+#: notifications (a release) and their jobs through them while the stop drains.
+_KEPT_UNTIL_DESTROY = ("run_notification_listener", "run_notifier", "dbos-background-jobs")
+
+
+def starting_threads() -> list[threading.Thread]:
+    """Tell DBOS's threads that start workflows (its queue thread and queue workers, the scheduler, event
+    pollers) to stop, and return them: every background thread but those in ``_KEPT_UNTIL_DESTROY``."""
+    from dbos import _dbos as dbos_module
+
+    instance = getattr(dbos_module, "_dbos_global_instance", None)
+    for event in list(getattr(instance, "background_thread_stop_events", ())):
+        event.set()
+    return [t for t in list(getattr(instance, "_background_threads", ()))
+            if not any(kept in t.name for kept in _KEPT_UNTIL_DESTROY)]
+
+
 def shutdown() -> None:
-    """Wait for running sync workflow bodies (``drained_on_stop``, bounded by
-    ``budgets.SHUTDOWN_DRAIN_SECONDS``), then destroy DBOS and forget the node. DBOS's event loop cancels
+    """Stop DBOS starting workflows (``budgets.SHUTDOWN_STOP_STARTING_SECONDS``), wait for running sync
+    workflow bodies (``drained_on_stop``, bounded by ``budgets.SHUTDOWN_DRAIN_SECONDS``), then destroy DBOS
+    and forget the node. DBOS's event loop cancels
     every async workflow, which stays PENDING (``pending_on_stop``) for the next start of this executor id
     to recover."""
     global _node, _launched, _executor_id
     from dbos import DBOS
 
+    if is_launched():
+        _stop_starting_workflows(budgets.SHUTDOWN_STOP_STARTING_SECONDS)
     # Before taking _lock: a running body may need current_node(), which takes it.
     still = _drain(budgets.SHUTDOWN_DRAIN_SECONDS)
     if still:

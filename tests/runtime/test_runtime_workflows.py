@@ -9,6 +9,7 @@ import importlib
 import inspect
 import threading
 import time
+from typing import Any
 
 from mailnode import runtime
 
@@ -64,3 +65,31 @@ def test_a_graceful_stop_waits_for_a_running_sync_body_before_destroying_the_exe
     stopper.join(5)
     worker.join(5)
     assert order == ["body finished", "executor destroyed"]
+
+
+def test_a_graceful_stop_stops_dbos_starting_workflows_before_it_drains(node: Any, monkeypatch: Any) -> None:
+    # A queue thread that dequeued a scheduled sweep while DBOS was being destroyed logged "Error executing
+    # workflow sched-...: Executor accessed before DBOS was launched": the scheduler and queue threads must
+    # have exited before the drain, so nothing starts between the drain and the destroy.
+    from dbos import _dbos as dbos_module
+
+    from mailnode import wiring
+
+    wiring.launch(node, role="test")
+    try:
+        kept = runtime._KEPT_UNTIL_DESTROY
+        threads = [t for t in dbos_module._dbos_global_instance._background_threads
+                   if not any(name in t.name for name in kept)]
+        assert any("queue_thread" in t.name for t in threads), [t.name for t in threads]
+        assert all(t.is_alive() for t in threads), "DBOS runs no background thread to stop"
+        alive_at_drain: list[str] = []
+        real_drain = runtime._drain
+
+        def drain(timeout: float) -> int:
+            alive_at_drain.extend(t.name for t in threads if t.is_alive())
+            return real_drain(timeout)
+
+        monkeypatch.setattr(runtime, "_drain", drain)
+    finally:
+        runtime.shutdown()
+    assert alive_at_drain == []
