@@ -4,13 +4,15 @@ spec/transactional.md §2 "Alerting cannot be mail": a node out of mail cannot m
 its state is exposed for a monitoring system to scrape (``GET /metrics``; alert rules in
 ``docs/operations.md``). Two kinds of metric:
 
-- process counters (``SWEEPER_ROWS``, ``SWEEPER_PASSES``) in ``COUNTERS``, incremented by the sweeper. Every
-  label of their closed vocabularies (``SweepVerdict``, ``SendMode``) is exposed from the start at 0, a
-  count this process observed: a series that appeared only at its first increment would hide that
-  increment from ``increase()``, and the documented alert on ``verdict="give_up"`` would miss the first
-  notice given up. Only their ``_total`` samples are exposed: prometheus_client's ``_created`` series
-  (a process start time under the counter's help text) are dropped for this registry (``_without_created``;
-  the library's own switch, ``disable_created_metrics()``, is process-wide);
+- process counters in ``COUNTERS``: the dispatch passes and materialisation repair scans started and completed
+  (owned and counted by ``outbound.workflows`` and ``ingress.workflows``, registered here), and
+  ``SWEEPER_ROWS``, ``SWEEPER_PASSES``, incremented by the sweeper. Every label of their closed vocabularies
+  (``SweepVerdict``, ``SendMode``) is exposed from the start at 0, a count this process observed: a series
+  that appeared only at its first increment would hide that increment from ``increase()``, and the documented
+  alert on ``verdict="give_up"`` would miss the first notice given up. Only their ``_total`` samples are
+  exposed: prometheus_client's ``_created`` series (a process start time under the counter's help text) are
+  dropped for this registry (``_without_created``; the library's own switch, ``disable_created_metrics()``, is
+  process-wide);
 - readings taken from the database at scrape time (``render``): nothing is cached, so a reading is never
   older than the scrape. A quota percent or quota reading with no reading today is absent, never 0 (no
   reassuring zeros); the configured transport's breaker is read even before its first answer (``open``,
@@ -39,7 +41,9 @@ from mailnode.governance.provider import (
     quota_percent,
     reading_today,
 )
+from mailnode.ingress import workflows as ingress_workflows
 from mailnode.node import Node
+from mailnode.outbound import workflows as outbound_workflows
 from mailnode.outbound.sweeper_rules import SendMode, SweepVerdict
 from mailnode.outbound.tables import send_manifests
 
@@ -49,6 +53,9 @@ SWEEPER_ROWS = Counter("mailnode_sweeper_rows", "Rows the notify sweeper decided
                        registry=COUNTERS)
 SWEEPER_PASSES = Counter("mailnode_sweeper_passes", "Notify sweeper passes, by send mode.", ["send_mode"],
                          registry=COUNTERS)
+for _pass_counter in (outbound_workflows.PASSES_STARTED, outbound_workflows.PASSES_COMPLETED,
+                      ingress_workflows.SCANS_STARTED, ingress_workflows.SCANS_COMPLETED):
+    COUNTERS.register(_pass_counter)
 for _verdict in SweepVerdict:
     SWEEPER_ROWS.labels(verdict=_verdict.value)
 for _mode in SendMode:
