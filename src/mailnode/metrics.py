@@ -4,14 +4,16 @@ spec/transactional.md §2 "Alerting cannot be mail": a node out of mail cannot m
 its state is exposed for a monitoring system to scrape (``GET /metrics``; alert rules in
 ``docs/operations.md``). Two kinds of metric:
 
-- process counters (``SWEEPER_ROWS``, ``SWEEPER_PASSES``) in ``COUNTERS``, declared and incremented by the
-  sweeper (``outbound.sweeper_metrics``, so outbound never imports this module, which reads every domain). Every
-  label of their closed vocabularies (``SweepVerdict``, ``SendMode``) is exposed from the start at 0, a
-  count this process observed: a series that appeared only at its first increment would hide that
-  increment from ``increase()``, and the documented alert on ``verdict="give_up"`` would miss the first
-  notice given up. Only their ``_total`` samples are exposed: prometheus_client's ``_created`` series
-  (a process start time under the counter's help text) are dropped for this registry (``_without_created``;
-  the library's own switch, ``disable_created_metrics()``, is process-wide);
+- process counters in ``COUNTERS``: the dispatch passes and materialisation repair scans started and
+  completed (owned and counted by ``outbound.workflows`` and ``ingress.workflows``, registered here), and
+  ``SWEEPER_ROWS``, ``SWEEPER_PASSES``, declared and incremented by the sweeper (``outbound.sweeper_metrics``,
+  so outbound never imports this module, which reads every domain). Every label of their closed vocabularies
+  (``SweepVerdict``, ``SendMode``) is exposed from the start at 0, a count this process observed: a series
+  that appeared only at its first increment would hide that increment from ``increase()``, and the
+  documented alert on ``verdict="give_up"`` would miss the first notice given up. Only their ``_total``
+  samples are exposed: prometheus_client's ``_created`` series (a process start time under the counter's
+  help text) are dropped for this registry (``_without_created``; the library's own switch,
+  ``disable_created_metrics()``, is process-wide);
 - readings taken from the database at scrape time (``render``): nothing is cached, so a reading is never
   older than the scrape. A quota percent or quota reading with no reading today is absent, never 0 (no
   reassuring zeros); the configured transport's breaker is read even before its first answer (``open``,
@@ -38,11 +40,17 @@ from mailnode.governance.provider import (
     quota_percent,
     reading_today,
 )
+from mailnode.ingress import workflows as ingress_workflows
 from mailnode.node import Node
+from mailnode.outbound import workflows as outbound_workflows
 from mailnode.outbound.sweeper_metrics import COUNTERS
 from mailnode.schema.butler_runs import butler_runs
 from mailnode.schema.directory import organisations
 from mailnode.schema.outbound import send_manifests
+
+for _pass_counter in (outbound_workflows.PASSES_STARTED, outbound_workflows.PASSES_COMPLETED,
+                      ingress_workflows.SCANS_STARTED, ingress_workflows.SCANS_COMPLETED):
+    COUNTERS.register(_pass_counter)
 
 
 def breaker_samples(reading: breakers.Reading) -> dict[str, float]:

@@ -295,7 +295,11 @@ async def test_same_key_while_the_first_is_in_flight_is_outcome_unknown(resend_s
     emulator.add_fault(Fault(hold_before_accept=0.8))
     transport = ResendTransport(emulator.base_url, "re_test_full", fetch_message_id=False)
     slow = asyncio.create_task(transport.submit(sub()))
-    await asyncio.sleep(0.3)
+    # The second request goes once the emulator's log shows the first held in flight, not after a guessed time.
+    deadline = asyncio.get_running_loop().time() + 10
+    while not any(r.held for r in emulator.sends()):
+        assert asyncio.get_running_loop().time() < deadline, "the first request never reached the emulator"
+        await asyncio.sleep(0.01)
     concurrent = await transport.submit(sub())
     first = await slow
     await transport.aclose()

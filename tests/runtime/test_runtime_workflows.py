@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from mailnode import runtime
 
 
@@ -42,11 +44,28 @@ def test_every_sync_workflow_is_waited_for_by_a_graceful_stop() -> None:
         "scheduled_notice_sweep")}
 
 
-def test_a_graceful_stop_waits_for_a_running_sync_body_before_destroying_the_executor() -> None:
+class _SignallingCondition(threading.Condition):
+    """A condition that sets ``waiting`` each time a thread is about to block on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
+def test_a_graceful_stop_waits_for_a_running_sync_body_before_destroying_the_executor(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # A scheduled sweep still running when DBOS was destroyed logged DBOS's traceback ("System database
     # accessed before DBOS was launched"): the stop must wait for the body, then go on.
     release = threading.Event()
     order: list[str] = []
+    # The body counts itself on this condition and the stop blocks on it: its ``waiting`` is the signal that
+    # the stop has found the body running and waits, rather than a guessed time after which it should have.
+    condition = _SignallingCondition()
+    monkeypatch.setattr(runtime, "_inflight_changed", condition)
 
     @runtime.drained_on_stop
     def body() -> None:
@@ -59,8 +78,8 @@ def test_a_graceful_stop_waits_for_a_running_sync_body_before_destroying_the_exe
         time.sleep(0.001)
     stopper = threading.Thread(target=lambda: (runtime.shutdown(), order.append("executor destroyed")))
     stopper.start()
-    stopper.join(0.3)
-    assert stopper.is_alive(), "shutdown did not wait for the running body"
+    assert condition.waiting.wait(5), "shutdown did not wait for the running body"
+    assert stopper.is_alive() and order == []
     release.set()
     stopper.join(5)
     worker.join(5)

@@ -104,6 +104,9 @@ class LoggedRequest:
     body: bytes
     status: int = 0
     response_body: bytes = b""
+    #: True while a ``hold_before_accept`` fault keeps the request in flight (its idempotency key is already
+    #: registered, so a second request with that key now meets it), False before and after.
+    held: bool = False
 
 
 @dataclass
@@ -255,9 +258,11 @@ class ResendEmulator:
                 self.requests.append(entry)
             result, delay = self._dispatch(entry, routes)
             if isinstance(result, _Hold):
+                entry.held = True
                 await asyncio.sleep(result.seconds)
                 with self._lock:
                     result, delay = result.resume()
+                entry.held = False
             response = result
             entry.status = response.status_code
             entry.response_body = bytes(response.body)

@@ -62,6 +62,8 @@ class Served:
         self.http, self.smtp = free_port(), free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.logs: list[Any] = []
+        #: The test's own connection to the node's database (``settled``), opened at first use.
+        self._node: Any = None
         #: Every log file this node's processes wrote, in start order (stdout and stderr together).
         self.log_paths: list[Path] = []
         out = subprocess.run([*MAILNODE, "init", "--data-dir", str(data_dir), "--org", "Example", "--domain",
@@ -133,6 +135,79 @@ class Served:
             time.sleep(0.2)
         raise AssertionError(f"no run got there: {self.call('GET', '/api/butler-runs')}")
 
+    def counter(self, name: str) -> float:
+        """One unlabelled counter of the serving process as ``GET /metrics`` shows it (``name`` with its
+        ``_total``); a counter the scrape lacks fails the test."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        r = httpx.get(f"http://127.0.0.1:{self.http}/metrics", headers=self.headers, timeout=30)
+        assert r.status_code == 200, r.text
+        for family in text_string_to_metric_families(r.text):
+            for sample in family.samples:
+                if sample.name == name and not sample.labels:
+                    return float(sample.value)
+        raise AssertionError(f"/metrics has no {name}")
+
+    def await_pass(self, loop: str, seconds: float = 60) -> None:
+        """Return once a pass of ``loop`` (``dispatch_passes`` or ``materialise_scans``) that began after this
+        call has finished: the process's completed passes outnumber the passes it had started when called.
+
+        Each pass is counted as started before it reads anything, so whatever was committed before this call
+        has been seen by a finished pass; a test asserts that something did not happen only after this."""
+        started = self.counter(f"mailnode_{loop}_started_total")
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.counter(f"mailnode_{loop}_completed_total") > started:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"no {loop} pass began and finished within {seconds} s")
+
+    def await_settled(self, message_id: str, seconds: float = 60) -> None:
+        """Return once ``settled(message_id)`` holds; fail after ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while not self.settled(message_id):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the workflow of {message_id}'s receipt did not finish within {seconds} s")
+            time.sleep(0.2)
+
+    def await_workflows_done(self, prefix: str, seconds: float = 60) -> None:
+        """Return once no DBOS workflow whose id starts with ``prefix`` is pending or enqueued, as the node's
+        DBOS system database records it. A workflow is recorded pending before ``start_workflow`` returns, so
+        after ``await_pass`` this also covers every workflow that pass started."""
+        from dbos import DBOSClient
+
+        from mailnode.config import Settings
+        from mailnode.runtime import system_database_url_of
+
+        settings = Settings(data_dir=self.data_dir, database_url=self.env.get("MAILNODE_DATABASE_URL", ""))
+        client = DBOSClient(system_database_url=system_database_url_of(settings))
+        try:
+            deadline = time.monotonic() + seconds
+            while pending := client.list_workflows(workflow_id_prefix=prefix, status=["PENDING", "ENQUEUED"],
+                                                   load_input=False, load_output=False):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"still pending after {seconds} s: {[w.workflow_id for w in pending]}")
+                time.sleep(0.2)
+        finally:
+            client.destroy()
+
+    def settled(self, message_id: str) -> bool:
+        """True once the workflow of the receipt that made ``message_id`` has finished, after the steps run
+        after materialisation (the Butler trigger, which has then opened or refused every run)."""
+        from sqlalchemy import select
+
+        from mailnode.config import Settings
+        from mailnode.node import Node
+        from mailnode.schema.ingress import ingress_receipts
+
+        if self._node is None:
+            settings = Settings(data_dir=self.data_dir, database_url=self.env.get("MAILNODE_DATABASE_URL", ""))
+            self._node = Node.open(settings, migrate_to_head=False)
+        with self._node.read() as conn:
+            done = conn.execute(select(ingress_receipts.c.workflow_done_at)
+                                .where(ingress_receipts.c.message_id == message_id)).scalars().all()
+        return bool(done) and all(at is not None for at in done)
+
     def kill9(self) -> None:
         """SIGKILL: no cleanup at all, as a crash."""
         assert self.proc is not None
@@ -149,7 +224,14 @@ class Served:
                 self.proc.wait(30)
             code = self.proc.returncode
         self._close_logs()
+        if self._node is not None:
+            self._node.close()
+            self._node = None
         return code
+
+    def log_text(self) -> str:
+        """Everything this node's processes logged so far, in start order."""
+        return "".join(p.read_text(errors="replace") for p in self.log_paths)
 
     def _close_logs(self) -> None:
         for log in self.logs:

@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 
 from dbos import DBOS, SetWorkflowID
+from prometheus_client import Counter
 
 from mailnode import runtime
 from mailnode.node import Node
@@ -20,14 +21,25 @@ from mailnode.outbound import dispatch
 
 log = logging.getLogger("mailnode.dispatch")
 
+#: Dispatch passes (scheduled sweeps and wake-ups) this process started, and those that returned; ``metrics``
+#: exposes both on ``GET /metrics``. A pass is counted as started before it reads anything, so once the
+#: completed count exceeds the started count read at some moment, a pass that began after that moment has
+#: finished: a stalled dispatch shows as neither moving, and a test waits on them instead of a guessed time.
+PASSES_STARTED = Counter("mailnode_dispatch_passes_started", "Dispatch passes this process started.", registry=None)
+PASSES_COMPLETED = Counter("mailnode_dispatch_passes_completed", "Dispatch passes this process finished.",
+                           registry=None)
+
 
 def _executor() -> str:
     return runtime.executor_id(runtime.current_node())
 
 
 def sweep_once() -> int:
-    """One bounded sweep with the configured transport; returns how many sends it moved."""
+    """One bounded sweep with the configured transport, counted in ``PASSES_STARTED`` and (when it returns)
+    ``PASSES_COMPLETED``; returns how many sends it moved."""
+    PASSES_STARTED.inc()
     report = dispatch.sweep(runtime.current_node(), executor_id=_executor())
+    PASSES_COMPLETED.inc()
     return sum(1 for r in report.results if r.state is not None)
 
 

@@ -125,6 +125,19 @@ class World:
             time.sleep(0.02)
         raise AssertionError("the delivery was not materialised")
 
+    def await_settled(self, message_id: str, seconds: float = 30) -> None:
+        """Return once the workflow of the receipt that made ``message_id`` has finished: the steps after
+        materialisation (the Butler trigger) ran, so every run it would open is open."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            with self.node.read() as conn:
+                done = conn.execute(select(ingress_receipts.c.workflow_done_at)
+                                    .where(ingress_receipts.c.message_id == message_id)).scalars().all()
+            if done and all(at is not None for at in done):
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"the workflow of {message_id}'s receipt did not finish")
+
     def runs(self, message_id: str | None = None) -> list[Any]:
         with self.node.read() as conn:
             q = select(butler_runs)

@@ -30,6 +30,20 @@ def _deliver(served: Served, subject: str) -> None:
         c.sendmail("customer@remote.test", [MAILBOX], message(subject=subject))
 
 
+def _delivered(served: Served, subject: str) -> str:
+    """Deliver a message over SMTP; its message id once it is materialised."""
+    _deliver(served, subject)
+    box = served.installed["mailbox_id"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = [m["id"] for m in served.call("GET", f"/api/mailboxes/{box}/messages")["messages"]
+                 if m["subject"] == subject]
+        if found:
+            return str(found[0])
+        time.sleep(0.2)
+    raise AssertionError(f"{subject!r} was not materialised")
+
+
 def _runs(served: Served) -> list[dict[str, Any]]:
     return list(served.call("GET", "/api/butler-runs")["butler_runs"])
 
@@ -65,9 +79,11 @@ def test_runs_are_listed_shown_inspected_replayed_and_a_disabled_butler_opens_no
     assert "disabled  strict" in off.stdout
     grants = served.call("GET", "/api/access", params={"subject_id": bid})["grants"]
     assert [g["relation"] for g in grants] == ["mailbox.content.read"]
-    _deliver(served, "second")
-    time.sleep(3)  # three materialisation sweeps
+    second = _delivered(served, "second")
+    # Its workflow has finished, so the trigger has decided on it: no run, and the log says why.
+    served.await_settled(second)
     assert len(_runs(served)) == 1
+    assert f"butler.disabled butler={bid} message={second}" in served.log_text()
     refused = _cli(served, "replay", run["id"])
     assert refused.exit_code == 1 and "E_BUTLER_DISABLED" in refused.output
     no_reason = _cli(served, "disable", bid)

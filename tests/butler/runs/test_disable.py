@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from tests.butler.runs.conftest import World, ack_program, message
 
 
@@ -17,7 +15,7 @@ def test_a_disabled_butler_opens_no_run_and_its_parked_run_still_finishes_when_r
     assert r.json()["butler"]["disabled"]["by"] == world.installed.user_id
 
     second = world.deliver(message(subject="after"))
-    time.sleep(1)
+    world.await_settled(second)  # the trigger has decided on it
     assert world.runs(second) == []
     # The run in flight walks on: a person's release still resumes it to its end.
     send_id = world.effects(parked.id)[-1].subject

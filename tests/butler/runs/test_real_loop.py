@@ -104,22 +104,22 @@ def _runs(served: Served) -> list[dict[str, Any]]:
     return list(served.call("GET", "/api/butler-runs", params={"limit": 100})["butler_runs"])
 
 
-def _messages(served: Served) -> int:
+def _messages(served: Served) -> list[dict[str, Any]]:
     box = served.installed["mailbox_id"]
-    return len(served.call("GET", f"/api/mailboxes/{box}/messages", params={"limit": 500})["messages"])
+    return list(served.call("GET", f"/api/mailboxes/{box}/messages", params={"limit": 500})["messages"])
 
 
-def _write(served: Served, subject: str) -> None:
+def _write(served: Served, subject: str) -> str:
+    """Deliver a new message from the correspondent over SMTP; its message id once it is materialised."""
     msg = EmailMessage()
     msg["From"] = f"Customer <{CORRESPONDENT}>"
     msg["To"] = MAILBOX
     msg["Subject"] = subject
     msg["Message-ID"] = f"<{uuid.uuid4().hex}@remote.test>"
     msg.set_content("Hello, order 42 has not arrived.")
-    before = _messages(served)
     with smtplib.SMTP("127.0.0.1", served.smtp) as c:
         c.sendmail(CORRESPONDENT, [MAILBOX], msg.as_bytes(policy=SMTP))
-    _until(lambda: _messages(served) > before)
+    return str(_until(lambda: next((m["id"] for m in _messages(served) if m["subject"] == subject), None)))
 
 
 def test_a_butler_answering_an_answering_correspondent_is_paused_and_only_a_resume_restarts_it(
@@ -152,17 +152,20 @@ def test_a_butler_answering_an_answering_correspondent_is_paused_and_only_a_resu
 
     # No more runs start, even for a new message.
     peer.answering = False
-    _write(served, "A new question")
-    time.sleep(2)
+    question = _write(served, "A new question")
+    # Its workflow has finished, so the trigger has decided on it: it refused the paused Butler, and said so.
+    served.await_settled(question)
     assert len(_runs(served)) == LIMIT + 1
+    assert f"butler.paused butler={bid} pause={placed['id']} message={question}" in served.log_text()
     # Republishing the Butler does not clear the pause.
     changed = ack_program()
     changed["nodes"][1]["body"] = "Thanks; a person will answer today."
     served.call("PUT", f"/api/butlers/{bid}/draft", json={"source": json.dumps(changed)})
     served.call("POST", f"/api/butlers/{bid}/publish")
-    _write(served, "After the republish")
-    time.sleep(2)
+    republished = _write(served, "After the republish")
+    served.await_settled(republished)
     assert len(_runs(served)) == LIMIT + 1
+    assert f"butler.paused butler={bid} pause={placed['id']} message={republished}" in served.log_text()
     doctor = [f for f in served.call("GET", "/api/doctor")["findings"] if f["name"] == "butler_paused"]
     assert doctor and doctor[0]["ok"] is False and placed["id"] in doctor[0]["fix"]
 

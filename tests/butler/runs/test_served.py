@@ -49,7 +49,8 @@ def test_a_corpus_message_over_smtp_is_answered_to_its_envelope_sender_after_a_r
     assert [(e["node_id"], e["outcome"], e["reason"]) for e in rows] == [
         ("reply", "ok", None), ("propose", "ok", "butler_release_required")]
     send_id = rows[1]["subject"]
-    time.sleep(2)  # two dispatch sweeps: an unreleased Butler send does not move
+    # A dispatch pass that began after the proposal existed has finished: an unreleased Butler send does not move.
+    served.await_pass("dispatch_passes")
     assert sink[0].received == []
     assert served.call("GET", f"/api/sends/{send_id}")["send"]["state"] == "awaiting"
 

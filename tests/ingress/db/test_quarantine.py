@@ -162,7 +162,10 @@ def test_a_restart_after_a_quarantine_starts_cleanly_and_does_not_parse_it_again
         assert listed[0]["materialise_attempts"] == 1
         assert served.stop() == 0
         served.start()  # the fault is gone; the quarantined receipt must still not be parsed again
-        time.sleep(3)  # the start-up scan and two scheduled scans
+        # The start-up scan ran before the node answered; a scheduled scan has begun and finished since, and so
+        # has any materialisation either started.
+        served.await_pass("materialise_scans")
+        served.await_workflows_done("materialise-")
         after = served.call("GET", "/api/receipts?state=quarantined")["receipts"]
         assert [(r["id"], r["materialise_attempts"]) for r in after] == [(rid, 1)]
         assert served.call("GET", f"/api/mailboxes/{served.installed['mailbox_id']}/messages")["messages"] == []

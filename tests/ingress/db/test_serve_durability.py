@@ -59,7 +59,11 @@ def test_kill_after_250_before_materialisation_then_restart_materialises_once(se
     served.kill9()
     served.start()
     msgs = _wait_for(served, 1)
-    time.sleep(2.5)  # a second scan and the recovered workflow must not make a second message
+    # The recovered workflow has finished, then a scan has begun and finished, and so has any materialisation it
+    # started: neither made a second message.
+    served.await_settled(msgs[0]["id"])
+    served.await_pass("materialise_scans")
+    served.await_workflows_done("materialise-")
     msgs = _messages(served)
     assert [m["subject"] for m in msgs] == ["survive"]
 
