@@ -5,9 +5,34 @@ from __future__ import annotations
 from fastapi import Depends, FastAPI
 
 from mailnode import __version__, web
-from mailnode.api import audit, butlers, directory, drafts, errors, health, mailboxes, messages, sends, webhooks
-from mailnode.api import butler_pauses, butler_release, butler_runs, governance, holds, retention_settings
-from mailnode.api import apps, conversations, mail, me, metrics, provider, queue, receipts, search, supervised
+from mailnode.api import (
+    apps,
+    audit,
+    butler_pauses,
+    butler_release,
+    butler_runs,
+    butlers,
+    conversations,
+    directory,
+    drafts,
+    errors,
+    governance,
+    health,
+    holds,
+    mail,
+    mailboxes,
+    me,
+    messages,
+    metrics,
+    provider,
+    queue,
+    receipts,
+    retention_settings,
+    search,
+    sends,
+    supervised,
+    webhooks,
+)
 from mailnode.api.body_limit import RequestBodyLimit
 from mailnode.api.deps import refuse_unknown_query
 from mailnode.api.json_limit import JSONNestingLimit

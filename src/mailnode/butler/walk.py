@@ -82,8 +82,8 @@ class EffectCall:
 
 @dataclass(frozen=True)
 class EffectResult:
-    """What an effect did: ``outcome`` ``ok`` | ``refused`` | ``failed`` (a dry run's ``would``), a ``reason`` token or code,
-    the ``subject`` acted on, the value bound under ``steps.<as>`` (``binding``), and ``parks`` when a
+    """What an effect did: ``outcome`` ``ok`` | ``refused`` | ``failed`` (a dry run's ``would``), a ``reason`` token or
+    code, the ``subject`` acted on, the value bound under ``steps.<as>`` (``binding``), and ``parks`` when a
     send waits for a person's release."""
 
     outcome: str

@@ -40,11 +40,9 @@ def register(app: typer.Typer) -> None:
 
 def run_demo(data_dir: Path | None, keep_running: bool, console: Console) -> int:
     """Run every step; returns the exit code (0 all outcomes held, 1 one differed or a step failed)."""
-    from mailnode.demo import scenario
+    from mailnode.demo import report, scenario
     from mailnode.demo.process import DemoNode, free_port
     from mailnode.demo.sink import Sink
-
-    from mailnode.demo import report
 
     temporary = data_dir is None
     directory = Path(tempfile.mkdtemp(prefix="mailnode-demo-")) if data_dir is None else data_dir.resolve()

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, select, update
 
 from mailnode import audit, budgets
+from mailnode.directory import verification_io
 from mailnode.directory.contact_tables import contact_addresses, signin_codes
 from mailnode.directory.secret import node_secret
 from mailnode.directory.verification import (
@@ -37,7 +38,6 @@ from mailnode.directory.verification import (
     mint_code,
     verify,
 )
-from mailnode.directory import verification_io
 from mailnode.directory.verification_io import lock_person
 from mailnode.errors import MailnodeError
 from mailnode.governance import provider_io

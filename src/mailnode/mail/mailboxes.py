@@ -20,6 +20,7 @@ from mailnode.errors import MailnodeError, conflict, invalid, not_found
 from mailnode.ids import new_id, parse_id
 from mailnode.mail.tables import mailbox_addresses, mailboxes
 
+
 def normalise_address(value: str) -> str:
     """``local@domain`` lower-cased with the domain IDNA-encoded; ``E_ADDRESS_MALFORMED`` (422)."""
     text = (value or "").strip()
@@ -130,8 +131,10 @@ def create_mailbox(conn: Connection, *, org_id: str, actor_id: str | None, at: d
 def _check_hold_window(value: int | None) -> None:
     if value is not None and not (0 <= value <= budgets.SEND_HOLD_WINDOW_MAX_SECONDS):
         raise invalid("E_HOLD_WINDOW_OUT_OF_RANGE", f"hold_window_seconds {value} is out of range.",
-                      f"The hold window is 0..{budgets.SEND_HOLD_WINDOW_MAX_SECONDS} seconds (0 = hand over immediately).",
-                      "Send a value in range, or null for the default.", value=value, maximum=budgets.SEND_HOLD_WINDOW_MAX_SECONDS)
+                      f"The hold window is 0..{budgets.SEND_HOLD_WINDOW_MAX_SECONDS} seconds "
+                      "(0 = hand over immediately).",
+                      "Send a value in range, or null for the default.", value=value,
+                      maximum=budgets.SEND_HOLD_WINDOW_MAX_SECONDS)
 
 
 def list_mailboxes(conn: Connection, *, org_id: str, principal_id: str, limit: int,
