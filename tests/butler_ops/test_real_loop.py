@@ -26,8 +26,8 @@ from aiosmtpd.controller import Controller
 
 from mailnode import budgets
 from tests.butler_run.conftest import MAILBOX, ack_program
-from tests.support.served import Served
 from tests.ingress_db.conftest import free_port
+from tests.support.served import Served
 
 pytestmark = pytest.mark.slow
 

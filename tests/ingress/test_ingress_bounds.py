@@ -8,11 +8,11 @@ from email.policy import compat32
 from pathlib import Path
 
 import pytest
-from tests.corpus import message_files
 
 from mailnode import budgets
 from mailnode.ingress import bounds
 from mailnode.ingress.parse import parse_message
+from tests.corpus import message_files
 
 W = budgets.PARSE_HEADER_ENCODED_WORDS_MAX
 A = budgets.PARSE_ADDRESS_LIST_ENTRIES_MAX

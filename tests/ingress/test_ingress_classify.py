@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from tests.corpus import CORPUS, read_jsonl
 
 from mailnode.ingress.classify import MessageFacts, Reason, automated, facts_from, reply_refusal
 from mailnode.ingress.parse import parse_message
 from mailnode.ingress.reports import ReportKind, read_report
+from tests.corpus import CORPUS, read_jsonl
 
 AUTOREPLY = read_jsonl("autoreply/cases.jsonl")
 BOUNCES = read_jsonl("bounces/expected.jsonl")

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.corpus import message_files
 
 from mailnode.ingress.parse import parse_message, unreadable_words
+from tests.corpus import message_files
 
 #: A Python exception or stdlib defect class name, as a reader must never see it.
 CLASS_NAME = re.compile(r"\b\w*(Error|Exception|Defect)\b")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.corpus import CORPUS, message_files, read_jsonl
 
 from mailnode import budgets
 from mailnode.ingress import bounds
 from mailnode.ingress.parse import ParsedMessage, decode_words, parse_message
+from tests.corpus import CORPUS, message_files, read_jsonl
 
 MALFORMED = {record["file"]: record for record in read_jsonl("malformed/expected.jsonl")}
 HANDMADE = read_jsonl("malformed/handmade/cases.jsonl")

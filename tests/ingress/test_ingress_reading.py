@@ -8,11 +8,11 @@ import re
 from email.message import EmailMessage
 
 import pytest
-from tests.corpus import message_files
 
 from mailnode import budgets
 from mailnode.ingress import attachments, htmlbody, reading
 from mailnode.ingress.parse import parse_message
+from tests.corpus import message_files
 
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 40

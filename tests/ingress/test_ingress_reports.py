@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from tests.corpus import CORPUS, read_jsonl
 
-import mailnode.ingress.reports as reports
-from mailnode.ingress import bounds
+from mailnode.ingress import bounds, reports
 from mailnode.ingress.reports import (
     UNREADABLE,
     DeliveryEvent,
@@ -16,6 +14,7 @@ from mailnode.ingress.reports import (
     read_report,
     valid_address,
 )
+from tests.corpus import CORPUS, read_jsonl
 
 BOUNCES = read_jsonl("bounces/expected.jsonl")
 EXTRA = read_jsonl("bounces-extra/expected.jsonl")

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from tests.support.served import Served, served_env
 from typer.testing import CliRunner
 
 from mailnode import audit, budgets
@@ -25,6 +24,7 @@ from mailnode.doctor.checks import run_checks
 from mailnode.ingress import quarantine, receipts, routing
 from mailnode.ingress.materialise import materialise_or_quarantine
 from mailnode.ingress.tables import ingress_receipts
+from tests.support.served import Served, served_env
 
 H = lambda token: {"Authorization": f"Bearer {token}"}
 RAW = (b"From: someone@remote.test\r\nTo: support@example.test\r\nSubject: set aside\r\n"
@@ -73,7 +73,8 @@ def test_a_receipt_whose_materialisation_raises_is_quarantined_shown_and_redrive
     msgs = api.get(f"/api/mailboxes/{installed.mailbox_id}/messages", headers=H(installed.token)).json()["messages"]
     assert [m["subject"] for m in msgs] == ["set aside"]
     with node.read() as conn:
-        entries = conn.execute(select(audit.audit_entries).where(audit.audit_entries.c.action == "receipt.redrive")).all()
+        entries = conn.execute(select(audit.audit_entries)
+                               .where(audit.audit_entries.c.action == "receipt.redrive")).all()
     assert [(e.subject, e.actor_id) for e in entries] == [(rid, installed.user_id)]
 
 
@@ -171,7 +172,8 @@ def test_a_restart_after_a_quarantine_starts_cleanly_and_does_not_parse_it_again
         assert b"materialise.quarantined" not in second_log and b"Traceback" not in second_log
         redriven = served.call("POST", f"/api/receipts/{rid}/redrive")
         assert redriven["started"] is True
-        msgs = _wait(lambda: served.call("GET", f"/api/mailboxes/{served.installed['mailbox_id']}/messages")["messages"])
+        msgs = _wait(lambda: served.call("GET",
+                                         f"/api/mailboxes/{served.installed['mailbox_id']}/messages")["messages"])
         assert [m["subject"] for m in msgs] == ["set aside"]
         assert served.call("GET", "/api/receipts")["receipts"] == []
     finally:

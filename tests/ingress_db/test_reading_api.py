@@ -8,13 +8,13 @@ import hashlib
 from typing import Any
 
 from sqlalchemy import delete, update
-from tests.corpus import CORPUS
-from tests.ingress.test_ingress_reading import PDF, PNG, UNSAFE, newsletter, pdf_and_inline_image
 
 from mailnode.directory.tokens import create_token
 from mailnode.ingress import receipts, routing
 from mailnode.ingress.materialise import materialise_receipt
 from mailnode.mail.message_tables import message_attachments, messages
+from tests.corpus import CORPUS
+from tests.ingress.test_ingress_reading import PDF, PNG, UNSAFE, newsletter, pdf_and_inline_image
 
 
 def _h(token: str) -> dict[str, str]:

@@ -6,10 +6,10 @@ import smtplib
 from typing import Any
 
 from sqlalchemy import func, select
-from tests.ingress_db.test_smtp_listener import H, wait_materialised
 
 from mailnode.ingress.tables import ingress_receipts
 from mailnode.mail.message_tables import conversations, messages
+from tests.ingress_db.test_smtp_listener import H, wait_materialised
 
 RAW = (b"From: someone@remote.test\r\nTo: support@example.test\r\nSubject: once\r\n"
        b"Message-ID: <once@remote.test>\r\n\r\nhello\r\n")
