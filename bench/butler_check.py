@@ -121,7 +121,8 @@ def main() -> None:
     stored = check(nested(), pot=POT).ast_json
     assert stored is not None
     check_stored(stored, pot=POT)
-    print(f"check_stored of an already-checked version: {timed(lambda: check_stored(stored, pot=POT), args.runs):.6f} s")
+    print("check_stored of an already-checked version: "
+          f"{timed(lambda: check_stored(stored, pot=POT), args.runs):.6f} s")
     print(f"worst shape: {worst:.3f} s ({'under' if worst < 1 else 'OVER'} the one-second bar)")
 
 

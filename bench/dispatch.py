@@ -71,7 +71,8 @@ def main(n: int) -> None:
     controller = Controller(sink, hostname="127.0.0.1", port=port)
     controller.start()
     with tempfile.TemporaryDirectory() as tmp:
-        node = Node.open(Settings(data_dir=Path(tmp) / "node", database_url=os.environ.get("MAILNODE_DATABASE_URL", "")))
+        node = Node.open(Settings(data_dir=Path(tmp) / "node",
+                                  database_url=os.environ.get("MAILNODE_DATABASE_URL", "")))
         done = initialise(node, org="Bench", domain="example.test", admin_email="admin@example.test")
         with node.begin() as conn:
             conn.execute(update(mailboxes).values(hold_window_seconds=0))

@@ -41,7 +41,7 @@ class FileSink:
     """A bare handler: append the bytes to one file, answer 250."""
 
     def __init__(self, path: Path) -> None:
-        self.fh = open(path, "ab")
+        self.fh = open(path, "ab")  # noqa: SIM115 - held open for the sink's lifetime, like demo/process.py's log
 
     async def handle_DATA(self, server: object, session: object, envelope: object) -> str:
         self.fh.write(envelope.original_content)  # type: ignore[attr-defined]
@@ -63,7 +63,8 @@ class SinkController(Controller):
 
 
 def messages() -> list[bytes]:
-    files = sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.suffix in (".eml", ".txt") and "LICENSES" not in p.parts)
+    files = sorted(p for p in CORPUS.rglob("*")
+                   if p.is_file() and p.suffix in (".eml", ".txt") and "LICENSES" not in p.parts)
     return [p.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") for p in files]
 
 

@@ -164,7 +164,8 @@ def main() -> None:
         if args.no_pg:
             return
         name = f"mailnode_bench_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(args.pg.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
+        admin = create_engine(args.pg.replace("postgresql://", "postgresql+psycopg://", 1),
+                              isolation_level="AUTOCOMMIT")
         with admin.connect() as c:
             c.execute(text(f'CREATE DATABASE "{name}"'))
         try:

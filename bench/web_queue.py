@@ -111,7 +111,8 @@ def build(node: Node, inst: Any, count: int, rng: random.Random) -> str:
             if rng.random() < 0.5 or measured:
                 at = opened + timedelta(hours=1)
                 send_rows.append({
-                    "id": new_id("snd"), "org_id": inst.org_id, "mailbox_id": inst.mailbox_id, "author_id": inst.user_id,
+                    "id": new_id("snd"), "org_id": inst.org_id, "mailbox_id": inst.mailbox_id,
+                    "author_id": inst.user_id,
                     "conversation_id": conv, "envelope_from": inst.mailbox_address, "to_addresses": [sender],
                     "cc_addresses": [], "bcc_addresses": [], "display_names": {sender: name},
                     "subject": "Re: " + subject, "rfc_message_id": f"<{uuid.uuid4().hex}@example.test>",
@@ -124,7 +125,8 @@ def build(node: Node, inst: Any, count: int, rng: random.Random) -> str:
             conn.execute(insert(messages), message_rows)
             conn.execute(insert(send_manifests), send_rows)
             docs = [message_document(SimpleNamespace(**m)) for m in message_rows]
-            docs += [send_document(SimpleNamespace(**{"attachments": None, "auto_submitted": None, "mail_class": "correspondence", **s}),
+            docs += [send_document(SimpleNamespace(**{"attachments": None, "auto_submitted": None,
+                                                      "mail_class": "correspondence", **s}),
                                    "thank you for writing " + " ".join(rng.choices(words, k=40)))
                      for s in send_rows]
             search_index.index_many(conn, docs)
@@ -156,7 +158,8 @@ def web_session(node: Node, inst: Any, client: Any) -> bool:
         return False
     form = client.get("/signin")
     csrf = re.search(r'<meta name="csrf-token" content="([^"]*)">', form.text)
-    r = client.post("/signin/token", data={"token": inst.token, "next": "/", "csrf_token": csrf.group(1) if csrf else ""},
+    r = client.post("/signin/token",
+                    data={"token": inst.token, "next": "/", "csrf_token": csrf.group(1) if csrf else ""},
                     follow_redirects=False)
     return r.status_code == 303
 
@@ -229,7 +232,8 @@ def main() -> None:
         if args.no_pg:
             return
         name = f"mailnode_bench_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(args.pg.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
+        admin = create_engine(args.pg.replace("postgresql://", "postgresql+psycopg://", 1),
+                              isolation_level="AUTOCOMMIT")
         with admin.connect() as c:
             c.execute(text(f'CREATE DATABASE "{name}"'))
         try:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
+
 from tests.corpus import corpus
 from tests.support.served import Served, served_env
 
@@ -70,7 +71,8 @@ def main() -> int:
                 page.goto(f"{base}/")
                 page.wait_for_url(re.compile(r"/signin"))
                 page.get_by_label("Your API token").fill(served.installed["token"])
-                page.screenshot(path=str(OUT / "signin.png"), clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": 520})
+                page.screenshot(path=str(OUT / "signin.png"),
+                                clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": 520})
                 page.locator("#signin-token").click()
                 page.wait_for_url(f"{base}/")
                 if page.locator("text=Your order has shipped").count():

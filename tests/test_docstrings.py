@@ -18,9 +18,9 @@ def _missing() -> list[str]:
         if ast.get_docstring(tree) is None:
             missing.append(f"{rel}: module")
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
-                if ast.get_docstring(node) is None:
-                    missing.append(f"{rel}:{node.lineno} {node.name}")
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    and not node.name.startswith("_") and ast.get_docstring(node) is None):
+                missing.append(f"{rel}:{node.lineno} {node.name}")
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 for item in node.body:
                     if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("_")

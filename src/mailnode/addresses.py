@@ -3,8 +3,8 @@
 Every address that will appear in a header or an SMTP envelope passes through ``normalise_address``
 before anything is stored; a recipient may carry a display name (``"Alice Müller" <alice@example.com>``,
 ``parse_recipient``): the stdlib parses the RFC 5322 §3.4 mailbox (RFC 6532 UTF-8 allowed in the phrase),
-and the address part goes through the same check. Validation is email-validator's syntax check (RFC 5322 §3.4.1 addr-spec,
-RFC 5321 §4.1.2 limits as the library applies them) with deliverability checks off, so nothing here
+and the address part goes through the same check. Validation is email-validator's syntax check (RFC 5322 §3.4.1
+addr-spec, RFC 5321 §4.1.2 limits as the library applies them) with deliverability checks off, so nothing here
 touches DNS. Domains come back IDNA-encoded (A-labels) and lower-cased (spec/outbound.md Part A 15);
 the local part is kept as written, since RFC 5321 §2.4 lets the receiving host give it meaning.
 

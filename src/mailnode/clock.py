@@ -8,7 +8,7 @@ settings so tests can shorten them.
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
@@ -25,14 +25,14 @@ class SystemClock:
 
     def now(self) -> datetime:
         """The current time, timezone-aware UTC."""
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
 
 class FrozenClock:
     """A clock that only moves when told to; for tests and replays. Thread-safe."""
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._now = start or datetime(2026, 1, 1, tzinfo=timezone.utc)
+        self._now = start or datetime(2026, 1, 1, tzinfo=UTC)
         if self._now.tzinfo is None:
             raise ValueError("FrozenClock needs an aware datetime")
         self._lock = threading.Lock()
@@ -59,5 +59,5 @@ class FrozenClock:
 def utc(dt: datetime) -> datetime:
     """Return ``dt`` as aware UTC; a naive value (as SQLite returns) is taken to be UTC already."""
     if dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)

@@ -93,7 +93,7 @@ def conflict(code: str, what: str, why: str, fix: str, **detail: Any) -> Mailnod
     return MailnodeError(code=code, what=what, why=why, fix=fix, status=409, detail=detail)
 
 
-def limit_exceeded(code: str, limit_name: str, limit: int | float, observed: int | float, ask: str) -> MailnodeError:
+def limit_exceeded(code: str, limit_name: str, limit: float, observed: float, ask: str) -> MailnodeError:
     """A 413/422-style refusal for a budget: names the limit, its value, what was seen, and the ask."""
     return MailnodeError(
         code=code,

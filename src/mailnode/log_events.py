@@ -1,7 +1,7 @@
 """Log events a pure decision asks its caller to emit: a stable token, a level and the offending values.
 
-Decisions (the provider breaker, verification codes) do not log themselves (they are pure); they return ``LogEvent`` values
-and the I/O layer writes them with the standard ``logging`` module at the level given, token first, so an
+Decisions (the provider breaker, verification codes) do not log themselves (they are pure); they return ``LogEvent``
+values and the I/O layer writes them with the standard ``logging`` module at the level given, token first, so an
 alert rule can match the token (spec/transactional.md §2: "logging at error with a stable token").
 """
 

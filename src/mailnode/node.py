@@ -2,7 +2,8 @@
 
 Services take a ``Connection`` in a transaction; ``node.begin()`` opens a write transaction (on SQLite,
 ``BEGIN IMMEDIATE``) and ``node.read()`` a read-only transaction (``READ ONLY`` on PostgreSQL; deferred,
-on a connection with ``PRAGMA query_only`` on, on SQLite). Build one with ``Node.open(settings)``; tests pass a ``FrozenClock``.
+on a connection with ``PRAGMA query_only`` on, on SQLite). Build one with ``Node.open(settings)``; tests pass a
+``FrozenClock``.
 """
 
 from __future__ import annotations

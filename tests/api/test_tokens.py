@@ -26,7 +26,8 @@ def test_revoking_a_token_revokes_what_it_minted_at_any_depth(cast: Cast) -> Non
     for t in (child, grandchild):
         assert cast.api.get("/api/me", headers=h(t.json()["token"]["token"])).status_code == 200
     # Bob's own token (minted for him by the installer) is the root: revoking it revokes both.
-    mine = [t for t in cast.api.get("/api/tokens", headers=cast.person).json()["tokens"] if t["parent_token_id"] is None]
+    mine = [t for t in cast.api.get("/api/tokens", headers=cast.person).json()["tokens"]
+            if t["parent_token_id"] is None]
     r = cast.api.delete(f"/api/tokens/{mine[0]['id']}", headers=cast.admin)
     assert r.status_code == 200, r.text
     assert r.json()["also_revoked"] == [child.json()["token"]["id"], grandchild.json()["token"]["id"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from sqlalchemy import update
@@ -49,9 +50,9 @@ def test_a_deleted_row_is_reported_as_a_gap(node: Any, installed: Any) -> None:
 
 
 def test_any_field_change_changes_the_hash() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
     base = audit.entry_hash(audit.GENESIS, 1, at, "usr_x", "user", "a", "s", "ok", None)
     assert base != audit.entry_hash(audit.GENESIS, 1, at, "usr_x", "user", "a", "s", "refused", None)
     assert base != audit.entry_hash(audit.GENESIS, 2, at, "usr_x", "user", "a", "s", "ok", None)

@@ -13,7 +13,8 @@ from mailnode.butler.check import check
 from .conftest import codes, program
 
 VALIDATE = {"id": "v", "type": "validate", "value": "${event.score}",
-            "schema": {"type": "object", "properties": {"score": {"minimum": 0.5, "maximum": 2.75}, "tag": {"const": None}}},
+            "schema": {"type": "object",
+                       "properties": {"score": {"minimum": 0.5, "maximum": 2.75}, "tag": {"const": None}}},
             "next": None}
 
 
@@ -28,11 +29,14 @@ def test_reformatting_changes_the_source_digest_and_not_the_ast_digest() -> None
 
 def test_the_source_digest_is_over_the_bytes_as_submitted() -> None:
     text = json.dumps(program())
-    assert check(text, pot=budgets.BUTLER_RUN_POT_STATEMENTS).source_sha256 == check(text.encode(), pot=budgets.BUTLER_RUN_POT_STATEMENTS).source_sha256 == source_sha256(text)
+    assert (check(text, pot=budgets.BUTLER_RUN_POT_STATEMENTS).source_sha256
+            == check(text.encode(), pot=budgets.BUTLER_RUN_POT_STATEMENTS).source_sha256
+            == source_sha256(text))
 
 
 def test_a_different_program_has_a_different_ast_digest() -> None:
-    assert check(json.dumps(program()), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ast_sha256 != check(json.dumps(program(VALIDATE)), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ast_sha256
+    assert (check(json.dumps(program()), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ast_sha256
+            != check(json.dumps(program(VALIDATE)), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ast_sha256)
 
 
 def test_fractions_and_null_inside_a_validate_schema_survive() -> None:
@@ -44,7 +48,8 @@ def test_fractions_and_null_inside_a_validate_schema_survive() -> None:
 
 def test_absent_and_null_edges_are_the_same_program() -> None:
     with_null = check(json.dumps(program(VALIDATE)), pot=budgets.BUTLER_RUN_POT_STATEMENTS)
-    without = check(json.dumps(program({k: v for k, v in VALIDATE.items() if k != "next"})), pot=budgets.BUTLER_RUN_POT_STATEMENTS)
+    without = check(json.dumps(program({k: v for k, v in VALIDATE.items() if k != "next"})),
+                    pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert with_null.ast_sha256 == without.ast_sha256
     assert with_null.ast_json is not None and b'"next"' not in with_null.ast_json
 

@@ -227,7 +227,8 @@ def test_numbers_without_a_canonical_form_are_findings(value: str) -> None:
 
 def test_a_lone_surrogate_in_a_schema_is_not_canonical() -> None:
     node = {"id": "v", "type": "validate", "value": "${event.n}", "schema": {"const": "x"}}
-    result = check(json.dumps(program(node)).replace('"const": "x"', '"const": "\\ud800"'), pot=budgets.BUTLER_RUN_POT_STATEMENTS)
+    result = check(json.dumps(program(node)).replace('"const": "x"', '"const": "\\ud800"'),
+                   pot=budgets.BUTLER_RUN_POT_STATEMENTS)
     assert codes(result) == ["E_BUTLER_NOT_CANONICAL"]
     assert "surrogate" in result.findings[0].what
 
@@ -296,7 +297,8 @@ def test_unreachable_nodes_are_allowed() -> None:
 ASSIGN = {"id": "take", "type": "case.assign", "caseId": "${event.case_id}", "assignee": "${butler.id}"}
 
 
-@pytest.mark.parametrize("resource", ["case_type:refund", "mailbox:", "mailbox:support", "support@example.com", "mailbox:a b@c"])
+@pytest.mark.parametrize("resource", ["case_type:refund", "mailbox:", "mailbox:support", "support@example.com",
+                                      "mailbox:a b@c"])
 def test_a_capability_of_the_wrong_grain(resource: str) -> None:
     result = run_check(program(ASSIGN, capabilities=[{"action": "send.propose", "resource": resource}]))
     assert codes(result) == ["E_BUTLER_CAPABILITY_RESOURCE_UNKNOWN"]

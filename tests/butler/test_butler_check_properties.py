@@ -25,9 +25,11 @@ FULL["capabilities"] = [SEND_CAP, CONTENT_CAP]
 FULL["entry"] = "g"
 FULL["nodes"] = [
     {"id": "g", "type": "guard", "when": "event.reply_refusal == null", "then": "each", "otherwise": "done"},
-    {"id": "each", "type": "map", "over": "${event.x}", "as": "i", "maxItems": 3, "body": "m", "collectAs": "m_out", "next": "d"},
+    {"id": "each", "type": "map", "over": "${event.x}", "as": "i", "maxItems": 3, "body": "m", "collectAs": "m_out",
+     "next": "d"},
     {"id": "m", "type": "lookup", "entity": "message", "entityId": "${steps.i}", "as": "m_out"},
-    {"id": "d", "type": "draft", "mailboxId": "${event.mailbox_id}", "subject": "s", "body": "b", "as": "dr", "next": "p"},
+    {"id": "d", "type": "draft", "mailboxId": "${event.mailbox_id}", "subject": "s", "body": "b", "as": "dr",
+     "next": "p"},
     {"id": "p", "type": "mail.send.propose", "draft": "${steps.dr.id}", "next": "v"},
     {"id": "v", "type": "validate", "value": "${event.x}", "schema": {"type": "array"}, "next": "done"},
     {"id": "done", "type": "stop", "reason": "end"},
@@ -43,7 +45,8 @@ def _assert_shape(source: str | bytes) -> None:
 
 
 def test_the_base_documents_are_clean() -> None:
-    assert check(json.dumps(FULL), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ok and check(json.dumps(BASE), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ok
+    assert check(json.dumps(FULL), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ok
+    assert check(json.dumps(BASE), pot=budgets.BUTLER_RUN_POT_STATEMENTS).ok
 
 
 @settings(max_examples=300)

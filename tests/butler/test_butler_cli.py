@@ -30,7 +30,8 @@ def test_check_exits_1_and_prints_every_finding_in_four_parts(tmp_path: Path) ->
     result = runner.invoke(butler_app, ["check", str(path)])
     assert result.exit_code == 1
     assert "E_BUTLER_NODE_RESERVED  " in result.output and "E_BUTLER_EDGE_DANGLING  " in result.output
-    assert result.output.count("\n  node  ") == result.output.count("\n  why   ") == result.output.count("\n  fix   ") == 2
+    assert (result.output.count("\n  node  ") == result.output.count("\n  why   ")
+            == result.output.count("\n  fix   ") == 2)
 
 
 def test_check_exits_1_on_text_that_is_not_json(tmp_path: Path) -> None:
@@ -54,7 +55,8 @@ def test_schema_prints_the_document_schema() -> None:
 
 def test_the_cli_imports_neither_dbos_nor_the_database() -> None:
     code = ("import sys, mailnode.butler.cli; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('dbos', 'sqlalchemy') or m.startswith('mailnode.db')]; "
+            "bad = [m for m in sys.modules "
+            "if m.split('.')[0] in ('dbos', 'sqlalchemy') or m.startswith('mailnode.db')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

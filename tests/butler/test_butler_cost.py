@@ -47,7 +47,8 @@ def test_every_effect_node_has_a_price_and_a_reservation_and_pure_nodes_cost_not
 WORKED = (
     {"id": "start", "type": "guard", "when": "event.reply_refusal == null", "then": "take", "otherwise": "skip"},
     {"id": "take", "type": "case.assign", "caseId": "${event.case_id}", "assignee": "${butler.id}", "next": "d"},
-    {"id": "d", "type": "draft", "mailboxId": "${event.mailbox_id}", "subject": "s", "body": "b", "as": "d", "next": "p"},
+    {"id": "d", "type": "draft", "mailboxId": "${event.mailbox_id}", "subject": "s", "body": "b", "as": "d",
+     "next": "p"},
     send("p", "each"),
     loop("each", 499, "again", "end"),
     send("again"),

@@ -53,7 +53,8 @@ def _reference(nodes: Sequence[Node]) -> dict[str, Any]:
     loops = {}
     for lid, body in bodies.items():
         loops[lid] = (min(sum(totals[m] for m in body), CAP),
-                      min(sum(cost.node_price(kind[m]) * prod([x for x in enclosing[m] if x != lid]) for m in body), CAP),
+                      min(sum(cost.node_price(kind[m]) * prod([x for x in enclosing[m] if x != lid])
+                              for m in body), CAP),
                       bool(enclosing[lid]))
     return {"total": min(sum(totals.values()), CAP), "nodes": {k: min(v, CAP) for k, v in totals.items()},
             "multipliers": {n.id: min(prod(enclosing[n.id]), CAP) for n in nodes}, "loops": loops,

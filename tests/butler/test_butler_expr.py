@@ -168,7 +168,8 @@ def test_every_code_is_stable_and_prefixed() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(string.ascii_lowercase + "_", max_size=6), inner, max_size=4),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(string.ascii_lowercase + "_", max_size=6), inner, max_size=4),
     max_leaves=20,
 )
 states = st.fixed_dictionaries({}, optional={"event": json_values, "steps": json_values, "butler": json_values})

@@ -99,9 +99,9 @@ def test_quickstart_tells_a_newcomer_where_to_open_how_to_mail_and_where_the_rep
     assert f"open http://{http}/ in a browser and sign in with this token" in text
     mail = [s.strip() for s in steps if s.strip().startswith("printf ")]
     assert mail == [
-        "printf 'From: Bob <bob@example.net>\\r\\nTo: help@acme.test\\r\\nSubject: Opening hours\\r\\n\\r\\n"
-        f"Are you open on Saturday morning?\\r\\n' | curl -sS smtp://{smtp} --mail-from bob@example.net "
-        "--mail-rcpt help@acme.test -T -"]
+        ("printf 'From: Bob <bob@example.net>\\r\\nTo: help@acme.test\\r\\nSubject: Opening hours\\r\\n\\r\\n"
+         f"Are you open on Saturday morning?\\r\\n' | curl -sS smtp://{smtp} --mail-from bob@example.net "
+         "--mail-rcpt help@acme.test -T -")]
     assert "Claim" in text and "Cancel stops it" in text and lands in text
 
 

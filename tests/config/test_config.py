@@ -39,7 +39,8 @@ def test_a_broken_file_and_a_bad_address_are_readable_errors(tmp_path: Path) -> 
     assert e.value.code == "E_SETTING_MALFORMED"
 
 
-def test_a_wrongly_shaped_environment_value_is_a_readable_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrongly_shaped_environment_value_is_a_readable_error(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAILNODE_TRANSPORT", "pigeon")
     with pytest.raises(MailnodeError) as e:
         load_settings(tmp_path)

@@ -63,8 +63,9 @@ class World:
                 fidelity="authored", body_typed_sha256="0" * 64, body_normalised_sha256="0" * 64, sealed_at=now,
                 release_at=now, state=state, state_at=now, state_reason=reason, policy_outcome=policy_outcome))
             conn.execute(send_recipients.insert(), [
-                dict(id=r, org_id=self.org_id, manifest_id=mid, kind="to", address=f"r{n}.{mid[-6:]}@elsewhere.test",
-                     submission_state=submission_state or state, submission_state_at=now, created_at=now)
+                {"id": r, "org_id": self.org_id, "manifest_id": mid, "kind": "to",
+                 "address": f"r{n}.{mid[-6:]}@elsewhere.test", "submission_state": submission_state or state,
+                 "submission_state_at": now, "created_at": now}
                 for n, r in enumerate(rids)])
         return mid, rids
 

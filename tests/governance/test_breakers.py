@@ -131,7 +131,8 @@ def unguarded_event_counts(stmt: Any) -> list[str]:
         if send_recipient_events not in froms:
             continue
         where = str(sub.whereclause)
-        if "send_recipient_events.event_type IN" not in where or "send_recipient_events.manifest_id IS NOT NULL" not in where:
+        if ("send_recipient_events.event_type IN" not in where
+                or "send_recipient_events.manifest_id IS NOT NULL" not in where):
             missing.append(col.name)
     return missing
 
@@ -207,14 +208,14 @@ def fill(world: World, old_rows: int, in_window: int) -> None:
     recent = world.ago(60)
     with world.node.begin() as conn:
         conn.execute(insert(send_recipients), [
-            dict(id=new_id("srp"), org_id=world.org_id, manifest_id=mid, kind="to", address=f"o{n}@x.test",
-                 submission_state="handed_over", submission_state_at=old if n >= in_window else recent,
-                 created_at=old) for n in range(old_rows)])
+            {"id": new_id("srp"), "org_id": world.org_id, "manifest_id": mid, "kind": "to", "address": f"o{n}@x.test",
+             "submission_state": "handed_over", "submission_state_at": old if n >= in_window else recent,
+             "created_at": old} for n in range(old_rows)])
         kinds = ("delivered", "bounced", "complained", "deferred", "delivery_report")
         conn.execute(insert(send_recipient_events), [
-            dict(id=new_id("sev"), org_id=world.org_id, event_type=kinds[n % len(kinds)], recipient="r@x.test",
-                 manifest_id=mid if n % 7 else None, source="bulk", source_event_id=f"b{n}",
-                 received_at=old if n >= in_window else recent) for n in range(old_rows)])
+            {"id": new_id("sev"), "org_id": world.org_id, "event_type": kinds[n % len(kinds)],
+             "recipient": "r@x.test", "manifest_id": mid if n % 7 else None, "source": "bulk",
+             "source_event_id": f"b{n}", "received_at": old if n >= in_window else recent} for n in range(old_rows)])
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql("ANALYZE send_recipients")
             conn.exec_driver_sql("ANALYZE send_recipient_events")

@@ -49,8 +49,8 @@ def test_stage_matching(stages: list[Stage], eligible: set[str], expected: tuple
 
 
 def facts(**kw: object) -> SendFacts:
-    base: dict[str, object] = dict(mailbox_id="mbx_1", actor_id="usr_1", actor_kind="user", any_external=True,
-                                   is_reply=False, org_daily_volume=10)
+    base: dict[str, object] = {"mailbox_id": "mbx_1", "actor_id": "usr_1", "actor_kind": "user",
+                               "any_external": True, "is_reply": False, "org_daily_volume": 10}
     base.update(kw)
     return SendFacts(**base)  # type: ignore[arg-type]
 

@@ -30,12 +30,11 @@ def publish(api: Any, world: World, name: str, outcome: str, stages: list[dict[s
 
 def facts(world: World, author: str | None = None, recipients: tuple[str, ...] = ("x@elsewhere.test",)
           ) -> tuple[gatefacts.GovernanceFacts, int]:
-    with world.node.read() as conn:
-        with world.node.meter.measure(keep_sql=True) as m:
-            f = gatefacts.seal_facts(conn, org_id=world.org_id, mailbox_id=world.i.mailbox_id,
-                                     author_id=author or world.admin.id, recipients=list(recipients), is_reply=False,
-                                     sending_domain="example.test", now=world.node.clock.now(),
-                                     delivery_signals="dsn")
+    with world.node.read() as conn, world.node.meter.measure(keep_sql=True) as m:
+        f = gatefacts.seal_facts(conn, org_id=world.org_id, mailbox_id=world.i.mailbox_id,
+                                 author_id=author or world.admin.id, recipients=list(recipients), is_reply=False,
+                                 sending_domain="example.test", now=world.node.clock.now(),
+                                 delivery_signals="dsn")
     return f, m.count
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import mailnode.ingress.reports as reports
-from mailnode.ingress import bounds
+from mailnode.ingress import bounds, reports
 from mailnode.ingress.reports import (
     UNREADABLE,
     DeliveryEvent,

@@ -30,7 +30,8 @@ def case_of(world: World, message_id: str) -> str:
     return str(r.json()["message"]["case_id"])
 
 
-def reply(subject: str, n: int, to_n: int, body: str = "more", sender: str = "Alice Müller <alice@remote.test>") -> bytes:
+def reply(subject: str, n: int, to_n: int, body: str = "more",
+          sender: str = "Alice Müller <alice@remote.test>") -> bytes:
     """A reply to the message built by ``mail(subject=..., n=to_n)``."""
     parent = f"<m{to_n}.{abs(hash(subject))}@remote.test>"
     return mail(subject=f"Re: {subject}", body=body, sender=sender, n=n,
@@ -107,14 +108,16 @@ def test_a_bad_view_or_cursor_is_refused(world: World) -> None:
     mbx = world.installed.mailbox_id
     r = world.api.get(f"/api/mailboxes/{mbx}/queue", params={"view": "inbox"}, headers=world.admin)
     assert (r.status_code, r.json()["error"]) == (422, "E_QUEUE_VIEW_UNKNOWN")
-    r = world.api.get(f"/api/mailboxes/{mbx}/queue", params={"view": "sent", "cursor": "msg_01J0000000000000000000000A"},
+    r = world.api.get(f"/api/mailboxes/{mbx}/queue",
+                      params={"view": "sent", "cursor": "msg_01J0000000000000000000000A"},
                       headers=world.admin)
     assert (r.status_code, r.json()["error"]) == (422, "E_QUEUE_CURSOR_INVALID")
 
 
 def test_sent_lists_the_mailboxs_sends_with_their_state_in_words(world: World) -> None:
     parent = world.deliver(mail(subject="Refund", body="money back please", n=1))
-    sent = world.api.post("/api/sends", json={"mailbox_id": world.installed.mailbox_id, "to": ["Alice Müller <alice@remote.test>"],
+    sent = world.api.post("/api/sends", json={"mailbox_id": world.installed.mailbox_id,
+                                              "to": ["Alice Müller <alice@remote.test>"],
                                               "subject": "Re: Refund", "body": "Your refund was approved.",
                                               "in_reply_to_message_id": parent}, headers=world.admin)
     assert sent.status_code == 201, sent.text

@@ -19,12 +19,12 @@ from tests.outbound.resend.conftest import T0, Org, clock, emulator, org, settin
 from tests.support.resend_emulator import Fault
 
 
-def _failed(org: Org) -> list[Any]:
+def _failed(org: Org) -> list[Any]:  # noqa: F811  (the fixture imported above)
     with org.node.read() as conn:
         return list(notices_io.notices_of(conn, org.installed.org_id, ["send_failed"]))
 
 
-def test_correspondence_whose_hand_over_ended_outcome_unknown_tells_its_author_once(org: Org) -> None:
+def test_correspondence_whose_hand_over_ended_outcome_unknown_tells_its_author_once(org: Org) -> None:  # noqa: F811
     org.emulator.add_fault(Fault(status=500, name="application_error"))
     sent = seal(org.node, org_id=org.installed.org_id, author_id=org.installed.user_id,
                 request=SealRequest(mailbox_id=org.installed.mailbox_id, to=["ann@remote.test"],
@@ -43,7 +43,9 @@ def test_correspondence_whose_hand_over_ended_outcome_unknown_tells_its_author_o
     assert org.requests() == 1, "telling the author re-sent nothing"
 
 
-def test_deferrable_mail_is_retried_silently_and_its_author_is_told_when_the_window_closes(org: Org) -> None:
+def test_deferrable_mail_is_retried_silently_and_its_author_is_told_when_the_window_closes(
+    org: Org,  # noqa: F811
+) -> None:
     org.emulator.add_fault(Fault(status=500, name="application_error"))
     sent = org.deferrable()
     sweeper.run_pass(org.node)
@@ -59,7 +61,7 @@ def test_deferrable_mail_is_retried_silently_and_its_author_is_told_when_the_win
     assert notice.episode == sent.id and "(decision_needed)" in notice.body
 
 
-def test_realtime_mail_left_outcome_unknown_tells_nobody(org: Org) -> None:
+def test_realtime_mail_left_outcome_unknown_tells_nobody(org: Org) -> None:  # noqa: F811
     org.emulator.add_fault(Fault(status=500, name="application_error"))
     with pytest.raises(MailnodeError) as refused:
         send_realtime(org.node, org_id=org.installed.org_id, author_id=org.installed.user_id,

@@ -79,9 +79,9 @@ def test_the_sweep_reads_every_failure_action() -> None:
 
 def test_decision_needed_reaches_the_author_only_for_mail_a_person_or_butler_wrote() -> None:
     def facts(mail_class: str, author: str | None, **kw: object) -> FailureFacts:
-        base: dict[str, object] = dict(send_id="snd_01JDKZ8Q4M6V8R2T0W3X5Y7Z9B", author_id=author,
-                                       mail_class=mail_class, notice_id=None, auto_submitted=False,
-                                       failure=D.value)
+        base: dict[str, object] = {"send_id": "snd_01JDKZ8Q4M6V8R2T0W3X5Y7Z9B", "author_id": author,
+                                   "mail_class": mail_class, "notice_id": None, "auto_submitted": False,
+                                   "failure": D.value}
         base.update(kw)
         return FailureFacts(**base)  # type: ignore[arg-type]
 

@@ -199,7 +199,8 @@ def test_the_bodies_people_read_are_the_bodies_search_indexes() -> None:
 
 @pytest.mark.parametrize(("author_id", "auto", "kind"), [
     ("usr_01HZZZZZZZZZZZZZZZZZZZZZZZ", None, "person"), ("btl_01HZZZZZZZZZZZZZZZZZZZZZZZ", "auto-replied", "butler"),
-    ("app_01HZZZZZZZZZZZZZZZZZZZZZZZ", None, "application"), ("usr_01HZZZZZZZZZZZZZZZZZZZZZZZ", "auto-generated", "node"),
+    ("app_01HZZZZZZZZZZZZZZZZZZZZZZZ", None, "application"),
+    ("usr_01HZZZZZZZZZZZZZZZZZZZZZZZ", "auto-generated", "node"),
     ("tok_01HZZZZZZZZZZZZZZZZZZZZZZZ", None, "unknown"),
 ])
 def test_author_kind(author_id: str, auto: str | None, kind: str) -> None:

@@ -5,7 +5,7 @@ named, a matter reference is one bounded line of printable text, and a non-admin
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,8 +17,6 @@ from mailnode.ingress.materialise import Materialised, materialise_receipt
 from mailnode.retention import holds
 from mailnode.retention import io as retention_io
 from tests.retention.conftest import Retained
-
-UTC = timezone.utc
 
 
 def _at(*parts: int) -> datetime:

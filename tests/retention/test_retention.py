@@ -79,7 +79,7 @@ def test_a_blob_shared_by_two_rows_goes_only_with_the_last(org: Retained) -> Non
 
 
 def test_retain_until_keeps_content_until_it_passes(org: Retained) -> None:
-    sid, digest = org.send("told later", at=org.ago(8 * DAY))
+    sid, _digest = org.send("told later", at=org.ago(8 * DAY))
     with org.node.begin() as conn:
         retention_io.enrol(conn, org_id=org.org_id)
         conn.execute(update(retained_content).where(retained_content.c.source_id == sid)

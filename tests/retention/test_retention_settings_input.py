@@ -137,7 +137,7 @@ def test_the_maximum_itself_is_accepted_stored_and_swept(org: Retained, api: Any
                                                    "sealed_body_seconds": MAX}, headers=org.admin.headers)
     assert r.status_code == 200, r.text
     assert r.json()["retention"] == {"inbound_raw_seconds": MAX, "sealed_body_seconds": MAX, "ceiling_seconds": MAX}
-    sid, digest = org.send("kept for fifty years", at=org.ago(20 * DAY))
+    _sid, digest = org.send("kept for fifty years", at=org.ago(20 * DAY))
     report = retention_io.run_pass(org.node, org.node.clock.now()).sweeps[org.org_id]
     assert report.purged == () and org.blob_exists(digest)
 
@@ -172,9 +172,8 @@ def test_a_stored_ceiling_past_the_maximum_is_read_as_the_maximum_and_logged(
 ])
 def test_a_caller_other_than_the_route_is_held_to_the_same_rules(org: Retained, api: Any, changes: dict[str, Any],
                                                                  code: str) -> None:
-    with pytest.raises(MailnodeError) as refused:
-        with org.node.begin() as conn:
-            retention_io.update_settings(conn, org_id=org.org_id, actor_id=org.i.user_id, changes=changes,
-                                         now=org.node.clock.now())
+    with pytest.raises(MailnodeError) as refused, org.node.begin() as conn:
+        retention_io.update_settings(conn, org_id=org.org_id, actor_id=org.i.user_id, changes=changes,
+                                     now=org.node.clock.now())
     assert refused.value.code == code
     _unchanged(org, api)

@@ -30,7 +30,8 @@ def _is_workflow(value: object) -> bool:
     from dbos._dbos import _get_or_create_dbos_registry
 
     name = getattr(value, "dbos_function_name", None)
-    return name is not None and not name.startswith("<temp>.") and name in _get_or_create_dbos_registry().workflow_info_map
+    return (name is not None and not name.startswith("<temp>.")
+            and name in _get_or_create_dbos_registry().workflow_info_map)
 
 
 def test_every_sync_workflow_is_waited_for_by_a_graceful_stop() -> None:

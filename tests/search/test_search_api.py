@@ -17,7 +17,8 @@ DAY = 86_400
 
 def test_a_message_is_found_by_from_and_by_a_word_in_its_body(world: World) -> None:
     invoice = world.deliver(mail(subject="Invoice INV-2291", body="Hello,\n\nthe invoice is overdue since March."))
-    corpus_msg = world.deliver((corpus() / "bounces" / "is-not-bounce-01.eml").read_bytes(), mail_from="shironeko@example.com")
+    corpus_msg = world.deliver((corpus() / "bounces" / "is-not-bounce-01.eml").read_bytes(),
+                               mail_from="shironeko@example.com")
     other = world.deliver(mail(subject="Lunch", body="Shall we meet at noon?", sender="bob@remote.test", n=2))
     assert world.found("from:alice") == [invoice]
     assert world.found("from:alice@remote.test") == [invoice]

@@ -496,7 +496,8 @@ class ResendEmulator:
             return 422, "validation_error", "Invalid `tags` field."
         domain = sender.rpartition("@")[2].lower()
         if self.config.verified_domains is not None and domain not in self.config.verified_domains:
-            return 403, "validation_error", f"The `{domain}` domain is not verified. Please, add and verify your domain."
+            return (403, "validation_error",
+                    f"The `{domain}` domain is not verified. Please, add and verify your domain.")
         return None
 
     def _store(self, item: dict[str, Any], now: datetime, batch: bool) -> str:

@@ -114,7 +114,8 @@ def test_a_refusal_on_the_page_is_the_four_parts_in_words(world: World) -> None:
 
 
 def test_a_rows_automated_marker_says_why_in_words(world: World) -> None:
-    world.deliver(mail(subject="Out of office", body="Away until Monday.", n=1, extra="Auto-Submitted: auto-replied\r\n"))
+    world.deliver(mail(subject="Out of office", body="Away until Monday.", n=1,
+                       extra="Auto-Submitted: auto-replied\r\n"))
     home = html.unescape(signed_in(world).text)
     assert "Automated: Marked Auto-Submitted by its sender: written by a machine." in home
     assert "auto_submitted" not in home

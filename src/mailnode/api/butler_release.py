@@ -3,8 +3,8 @@
 Needs ``send.propose`` on the send's mailbox. 200 ``{"release": {"send_id", "state": "held", "run_id",
 "resumed", "resumption"}}``: ``run_id`` is the run that sealed it (null when none did), ``resumption``
 what telling it did (``release.Resumption``), and ``resumed`` true only when it is ``delivered`` (a
-workflow live in this process received the release). 409 ``E_SEND_NOT_RELEASABLE`` otherwise (absent, not permitted, another gate, raced).
-The dispatcher is woken for the send's ``release_at``.
+workflow live in this process received the release). 409 ``E_SEND_NOT_RELEASABLE`` otherwise (absent, not permitted,
+another gate, raced). The dispatcher is woken for the send's ``release_at``.
 """
 
 from __future__ import annotations

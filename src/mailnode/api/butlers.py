@@ -4,9 +4,9 @@
 ``PUT /api/butlers/{id}/draft {source}`` replaces the draft; ``POST /api/butlers/{id}/publish`` publishes
 it; ``GET /api/butlers`` lists Butlers by name without sources; ``GET /api/butlers/{id}`` shows one with
 its draft and live sources and the history of its versions. ``POST /api/butlers/{id}/disable {reason}``
-and ``POST /api/butlers/{id}/enable`` switch its new runs off and on (``lifecycle.disable``). ``source`` is the program's JSON text as a
-string, stored exactly as sent (its digest is ``source_sha256``). Writes by a non-administrator answer
-403 ``E_NOT_AN_ADMINISTRATOR``; reads answer 404 ``E_NO_SUCH_BUTLER``. The codes are
+and ``POST /api/butlers/{id}/enable`` switch its new runs off and on (``lifecycle.disable``). ``source`` is the
+program's JSON text as a string, stored exactly as sent (its digest is ``source_sha256``). Writes by a non-administrator
+answer 403 ``E_NOT_AN_ADMINISTRATOR``; reads answer 404 ``E_NO_SUCH_BUTLER``. The codes are
 ``mailnode.butler.lifecycle``'s.
 
 ``POST /api/butlers/{id}/simulate {"run_id"}`` (administrators): the dry run, ``{"simulation": ...}``

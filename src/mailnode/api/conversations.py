@@ -1,4 +1,4 @@
-"""Routes for a conversation's thread and a case's notes: ``GET /api/conversations/{id}``, ``POST /api/cases/{id}/notes``.
+"""Routes for a thread and a case's notes: ``GET /api/conversations/{id}``, ``POST /api/cases/{id}/notes``.
 
 The thread (``mail.thread``) lists the messages received, the node's own sends and the case notes in order,
 each with what the caller may see; this module only shapes it. Codes: ``E_NO_SUCH_CONVERSATION`` (404),

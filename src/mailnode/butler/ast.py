@@ -354,7 +354,8 @@ class RawNode(BaseModel):
 
 
 AnyNode = Annotated[
-    GuardNode | SwitchNode | MapNode | ForeachNode | JoinNode | WaitNode | StopNode | TransformNode | ValidateNode | LookupNode | CaseAssignNode | CaseCloseNode | DraftNode | SendProposeNode,
+    GuardNode | SwitchNode | MapNode | ForeachNode | JoinNode | WaitNode | StopNode | TransformNode | ValidateNode
+    | LookupNode | CaseAssignNode | CaseCloseNode | DraftNode | SendProposeNode,
     Field(discriminator="type"),
 ]
 

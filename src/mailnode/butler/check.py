@@ -276,14 +276,16 @@ def _json_kind(value: Any) -> str:
 def _read_source(source: str | bytes, data: bytes | None, run: _Run) -> Any:
     fix_json = f"Correct the JSON (every Butler source is one JSON object), then run {_CHECK}."
     if data is None:
-        run.add("E_BUTLER_SOURCE_NOT_JSON", None, "The source text holds lone surrogates and cannot be encoded as UTF-8.",
+        run.add("E_BUTLER_SOURCE_NOT_JSON", None,
+                "The source text holds lone surrogates and cannot be encoded as UTF-8.",
                 "A Butler source is JSON, which is Unicode text exchanged as UTF-8 (RFC 8259 §8.1).", fix_json)
         return _UNREAD
     if len(data) > budgets.BUTLER_SOURCE_MAX_BYTES:
         run.add("E_BUTLER_SOURCE_TOO_LARGE", None,
                 f"BUTLER_SOURCE_MAX_BYTES is {budgets.BUTLER_SOURCE_MAX_BYTES}; this source is {len(data)} bytes.",
                 "The budget BUTLER_SOURCE_MAX_BYTES bounds what one version stores beside its canonical form.",
-                f"Shorten the program to at most {budgets.BUTLER_SOURCE_MAX_BYTES} bytes, or split it into several Butlers.")
+                f"Shorten the program to at most {budgets.BUTLER_SOURCE_MAX_BYTES} bytes, "
+                "or split it into several Butlers.")
         return _UNREAD
     try:
         text = source if isinstance(source, str) else data.decode("utf-8")
@@ -318,16 +320,19 @@ def _read_source(source: str | bytes, data: bytes | None, run: _Run) -> Any:
         return _UNREAD
     for key in dict.fromkeys(duplicates):
         run.add("E_BUTLER_DUPLICATE_KEY", None, f"An object names the key {key!r} more than once.",
-                "With a repeated key the program would mean whatever the last occurrence says, silently (RFC 7493 §2.3).",
+                "With a repeated key the program would mean whatever the last occurrence says, "
+                "silently (RFC 7493 §2.3).",
                 f"Keep one {key!r} in each object.")
     return raw
 
 
 def _too_deep(run: _Run) -> None:
     run.add("E_BUTLER_SOURCE_TOO_DEEP", None,
-            f"BUTLER_SOURCE_MAX_DEPTH is {budgets.BUTLER_SOURCE_MAX_DEPTH}; this source nests arrays and objects deeper.",
+            f"BUTLER_SOURCE_MAX_DEPTH is {budgets.BUTLER_SOURCE_MAX_DEPTH}; "
+            "this source nests arrays and objects deeper.",
             "The budget BUTLER_SOURCE_MAX_DEPTH bounds nesting so that reading a program never exhausts the stack.",
-            f"Flatten the program (a validate schema is the usual culprit) to at most {budgets.BUTLER_SOURCE_MAX_DEPTH} levels.")
+            "Flatten the program (a validate schema is the usual culprit) "
+            f"to at most {budgets.BUTLER_SOURCE_MAX_DEPTH} levels.")
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
@@ -366,14 +371,17 @@ def _check_envelope(raw: dict[str, Any], run: _Run) -> set[str]:
         bad.add(top)
         node = f"nodes[{loc[1]}]" if top == "nodes" and len(loc) > 1 else None
         if err["type"] == "extra_forbidden":
-            what = f"The document has the undeclared key {top!r}." if len(loc) == 1 else f"{_where(loc)} is an undeclared key."
+            what = (f"The document has the undeclared key {top!r}." if len(loc) == 1
+                    else f"{_where(loc)} is an undeclared key.")
             why = "Every object in a Butler is strict: a key the language does not declare is refused, never ignored."
         elif err["type"] == "missing":
             what = f"{_where(loc)} is missing."
-            why = "apiVersion, kind, metadata {name, owner}, capabilities (may be []), trigger {event, mailbox}, entry and nodes are required."
+            why = ("apiVersion, kind, metadata {name, owner}, capabilities (may be []), trigger {event, mailbox}, "
+                   "entry and nodes are required.")
         else:
             what = f"{_where(loc)}: {err['msg']}."
-            why = "The envelope is apiVersion \"mailnode/v1\", kind \"Butler\", metadata, capabilities, trigger, entry and nodes (at least one)."
+            why = ("The envelope is apiVersion \"mailnode/v1\", kind \"Butler\", metadata, capabilities, trigger, "
+                   "entry and nodes (at least one).")
         run.add("E_BUTLER_MALFORMED", node, what, why, f"Correct {_where(loc)} as {_DOCS}#the-document describes.")
     return bad
 
@@ -402,7 +410,8 @@ def _check_nodes(nodes_raw: list[Any], run: _Run) -> tuple[dict[str, Node], set[
             continue
         if head.id in seen:
             every_read = False
-            run.add("E_BUTLER_DUPLICATE_NODE_ID", head.id, f"Two nodes are called {head.id!r} (the second is nodes[{index}]).",
+            run.add("E_BUTLER_DUPLICATE_NODE_ID", head.id,
+                    f"Two nodes are called {head.id!r} (the second is nodes[{index}]).",
                     "Edges name nodes by id, so an id must name one node.", f"Rename nodes[{index}].")
             continue
         seen.add(head.id)
@@ -417,7 +426,8 @@ def _check_nodes(nodes_raw: list[Any], run: _Run) -> tuple[dict[str, Node], set[
 def _classify(head: RawNode, item: dict[str, Any], run: _Run) -> Node | None:
     shipped = ", ".join(NODE_MODELS)
     if head.type in RESERVED_BECAUSE:
-        run.add("E_BUTLER_NODE_RESERVED", head.id, f"{head.type} is reserved in the language and refused at publication.",
+        run.add("E_BUTLER_NODE_RESERVED", head.id,
+                f"{head.type} is reserved in the language and refused at publication.",
                 RESERVED_BECAUSE[head.type], f"Use one of the shipped node types: {shipped}.")
         return None
     model = NODE_MODELS.get(head.type)
@@ -431,8 +441,10 @@ def _classify(head: RawNode, item: dict[str, Any], run: _Run) -> Node | None:
     if head.type in LOOP_TYPES and not _bounded(item.get("maxItems")):
         problems += 1
         run.add("E_BUTLER_LOOP_UNBOUNDED", head.id,
-                f"{head.type} {head.id} has maxItems {json.dumps(item.get('maxItems'), default=str) if 'maxItems' in item else '(absent)'}.",
-                f"Every loop is bounded by an integer maxItems from 1 to {budgets.JSON_SAFE_INTEGER_MAX}; a longer collection fails the run.",
+                f"{head.type} {head.id} has maxItems "
+                f"{json.dumps(item.get('maxItems'), default=str) if 'maxItems' in item else '(absent)'}.",
+                f"Every loop is bounded by an integer maxItems from 1 to {budgets.JSON_SAFE_INTEGER_MAX}; "
+                "a longer collection fails the run.",
                 f"Set maxItems on {head.id} to the most items this loop may ever see.")
     params = ", ".join(model.parameters())
     try:
@@ -447,11 +459,13 @@ def _classify(head: RawNode, item: dict[str, Any], run: _Run) -> Node | None:
                 key = str(loc[-1])
                 why = "Undeclared parameters are refused, never ignored."
                 if key in _RECIPIENT_KEYS:
-                    why += " No node names a recipient: a reply goes to the delivery's return path, derived by the node."
+                    why += (" No node names a recipient: a reply goes to the delivery's return path, "
+                            "derived by the node.")
                 run.add("E_BUTLER_NODE_UNKNOWN_PARAMETER", head.id, f"{head.type} has no parameter {_where(loc)!r}.",
                         why, f"Use only the parameters of {head.type}: {params}.")
             else:
-                what = f"{head.type} {head.id} lacks {_where(loc)}." if err["type"] == "missing" else f"{head.type} {head.id}: {_where(loc)}: {err['msg']}."
+                what = (f"{head.type} {head.id} lacks {_where(loc)}." if err["type"] == "missing"
+                        else f"{head.type} {head.id}: {_where(loc)}: {err['msg']}.")
                 run.add("E_BUTLER_NODE_MALFORMED", head.id, what,
                         f"A {head.type} node takes exactly: {params} (see {_DOCS}#{head.type.replace('.', '')}).",
                         f"Correct {_where(loc)} on {head.id}.")
@@ -520,7 +534,8 @@ def _check_edges(nodes: dict[str, Node], all_ids: set[str], run: _Run) -> bool:
             found = True
             why = (f"{target!r} was refused above, so control could not pass to it."
                    if target in all_ids else "An edge must name a node of this program.")
-            run.add("E_BUTLER_EDGE_DANGLING", node.id, f"{node.id}.{label} names {target!r}, which is not a node that checks.",
+            run.add("E_BUTLER_EDGE_DANGLING", node.id,
+                    f"{node.id}.{label} names {target!r}, which is not a node that checks.",
                     why, f"Point {node.id}.{label} at an existing node, or set it to null to end the run there.")
     return found
 
@@ -551,7 +566,8 @@ def _check_cycles(nodes: dict[str, Node], run: _Run) -> bool:
                     reported.add(key)
                     shown = " -> ".join(cycle + [nxt])
                     run.add("E_BUTLER_CYCLE", nxt, shown,
-                            "The graph must be acyclic: only a loop repeats, and a loop's body returns to it without an edge.",
+                            "The graph must be acyclic: only a loop repeats, "
+                            "and a loop's body returns to it without an edge.",
                             f"Break the edge {path[-1]} -> {nxt} (set it to null, or point it forward).")
             elif mark is None:
                 state[nxt] = 1
@@ -590,7 +606,8 @@ def _check_capabilities(declared: list[Capability], nodes: dict[str, Node], comp
     used = {a for req in needs for a in req}
     for action in sorted(actions - used):
         run.add("E_BUTLER_CAPABILITY_UNUSED", None, f"capabilities declares {action}, which no node needs.",
-                "The declared actions must equal exactly what the graph needs, so the ceiling says what the program does.",
+                "The declared actions must equal exactly what the graph needs, "
+                "so the ceiling says what the program does.",
                 f"Remove the {action} entries from capabilities.")
 
 
@@ -613,7 +630,8 @@ def _check_affordable(priced: cost.Price, pot: int, run: _Run) -> None:
                 "Take effect nodes out of the program, or split it into several Butlers.")
         return
     fit = cost.largest_fitting_max_items(priced, loop.id, pot)
-    ask = (f"Lower {loop.id}.maxItems from {loop.max_items} to {fit} (the largest that fits), or move effects out of its body."
+    ask = (f"Lower {loop.id}.maxItems from {loop.max_items} to {fit} (the largest that fits), "
+           "or move effects out of its body."
            if fit is not None else f"Move effects out of {loop.id}'s body: even maxItems 1 does not fit.")
     run.add("E_BUTLER_UNAFFORDABLE", loop.id,
             f"{_POT} is {pot}; this program is priced at {amount} statements, "

@@ -35,8 +35,9 @@ EXIT_FINDINGS = 1
 
 @butler_app.command("check")
 def check_command(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
-                                         help="A Butler source (JSON), read as bytes exactly as it would be submitted.")],
+    file: Annotated[Path, typer.Argument(
+        exists=True, dir_okay=False, readable=True,
+        help="A Butler source (JSON), read as bytes exactly as it would be submitted.")],
 ) -> None:
     """Check a Butler source offline and print every finding (exit 0 clean, 1 with findings)."""
     # The same pot the node prices against: the setting, read from the environment as the server reads it.
@@ -90,7 +91,8 @@ def _read_source(file: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         _refuse(MailnodeError(code="E_BUTLER_SOURCE_NOT_UTF8", what=f"{file} is not UTF-8 text: {exc.reason} "
-                              f"at byte {exc.start}.", why="A Butler source is JSON text, which the API carries as UTF-8.",
+                              f"at byte {exc.start}.",
+                              why="A Butler source is JSON text, which the API carries as UTF-8.",
                               fix=f"Save {file} as UTF-8 (mailnode butler check {file} shows the same problem)."))
 
 
@@ -264,7 +266,8 @@ def run_command(run_id: RunIdArgument, url: UrlOption = DEFAULT_URL, token: Toke
         typer.echo(line)
     for e in run["effect_rows"]:
         reason = f"/{e['reason']}" if e.get("reason") else ""
-        typer.echo(f"  #{e['seq']}  {e['step']}  {e['node_type']}  {e['outcome']}{reason}  {e['subject'] or ''}".rstrip())
+        typer.echo(f"  #{e['seq']}  {e['step']}  {e['node_type']}  {e['outcome']}{reason}  "
+                   f"{e['subject'] or ''}".rstrip())
 
 
 @butler_app.command("inspect")
@@ -363,7 +366,8 @@ def disable_command(butler_id: ButlerIdArgument, reason: ReasonOption = "", url:
         typer.echo(json.dumps(answer))
         return
     b = answer["butler"]
-    typer.echo(f"disabled  {b['name']}  {b['id']}  ({b['disabled']['reason']}); enable: mailnode butler enable {b['id']}")
+    typer.echo(f"disabled  {b['name']}  {b['id']}  ({b['disabled']['reason']}); "
+               f"enable: mailnode butler enable {b['id']}")
 
 
 @butler_app.command("enable")

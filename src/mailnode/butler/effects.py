@@ -10,7 +10,7 @@ of every audit entry is the Butler's ``btl_`` id, so the trail says ``actor_kind
 | ``case.assign`` | ``mail.cases.claim`` | the three-term authority for ``send.propose`` folded into the case read |
 | ``case.close`` | ``mail.cases.close`` | the same read; only a case this Butler holds |
 | ``draft`` | ``outbound.drafts.create`` | the intersection on the named mailbox first; the one recipient (``parent``) |
-| ``mail.send.propose`` | ``outbound.seal.seal`` | the draft read back as the Butler, then the intersection on its mailbox |
+| ``mail.send.propose`` | ``outbound.seal.seal`` | the draft read back as the Butler, then its mailbox's intersection |
 | ``lookup`` | a row read | a declared projection per entity, with the authority folded into the read |
 
 A people's function runs inside a savepoint: when it refuses (a ``MailnodeError``), its partial writes

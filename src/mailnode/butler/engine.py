@@ -14,8 +14,9 @@ id. In order:
 3. refusals before any effect: ``version_not_published``, ``sponsor_unknown``, ``ast_not_json``,
    ``ast_does_not_check`` (the stored program is checked again: a hand-edited row with a reserved node,
    a cycle or a dangling edge never reaches the walk; ``check.check_stored`` remembers a version whose
-   exact bytes this checker code already checked against this pot, so a delivery does not re-check it), ``unaffordable_with_engine`` (the checker's
-   price plus ``BUTLER_RUN_ENGINE_FIXED_STATEMENTS`` over the pot, ``Settings.butler_run_pot``);
+   exact bytes this checker code already checked against this pot, so a delivery does not re-check it),
+   ``unaffordable_with_engine`` (the checker's price plus ``BUTLER_RUN_ENGINE_FIXED_STATEMENTS`` over the pot,
+   ``Settings.butler_run_pot``);
 4. the walk (``walk.walk``) with ``LiveEffects``: each effect node is one durable step named
    ``<node id>#<visit>``, a ``wait`` is ``DBOS.sleep_async``, a Butler's send parks on
    ``DBOS.recv_async`` for ``Settings.butler_release_timeout_seconds`` (a person's release resumes it; the

@@ -117,12 +117,14 @@ def resolve(path: str, state: Mapping[str, Any], text: str | None = None) -> Any
     for segment in segments[1:]:
         if isinstance(cursor, Mapping):
             if segment not in cursor:
-                raise _fault("E_BUTLER_EXPR_UNRESOLVED", shown, f"{path} does not resolve: {walked} has no {segment!r}.",
+                raise _fault("E_BUTLER_EXPR_UNRESOLVED", shown,
+                             f"{path} does not resolve: {walked} has no {segment!r}.",
                              "A path that does not resolve faults rather than becoming an empty string.", path=path)
             cursor = cursor[segment]
         elif segment == "length" and isinstance(cursor, (list, tuple, str)):
             raise _fault("E_BUTLER_EXPR_LENGTH", shown, f"{walked}.length: length is not in the language.",
-                         "There are no functions or properties of lists and strings; bound the list with a loop's maxItems.",
+                         "There are no functions or properties of lists and strings; "
+                         "bound the list with a loop's maxItems.",
                          path=path)
         elif isinstance(cursor, (list, tuple)):
             raise _fault("E_BUTLER_EXPR_INDEXING", shown, f"{walked}.{segment}: indexing is not in the language.",
@@ -234,7 +236,8 @@ class _Token:
     text: str
 
 
-_UNSUPPORTED_OPERATORS = (">=", "<=", "&&", "||", "=>", ">", "<", "!", "+", "*", "/", "%", "=", "&", "|", "?", ":", "^", "~")
+_UNSUPPORTED_OPERATORS = (">=", "<=", "&&", "||", "=>", ">", "<", "!", "+", "*", "/", "%", "=", "&", "|", "?", ":",
+                          "^", "~")
 _WORD_OPERATORS = {"and": "&&", "or": "||", "not": "!"}
 _SPECIAL = set(" \t\r\n'\"()[]") | {c for op in _UNSUPPORTED_OPERATORS for c in op} | {"-"}
 
@@ -273,7 +276,8 @@ def _tokens(text: str) -> list[_Token]:
                          "Lists are walked with map or foreach, never indexed.")
         elif c == "(":
             if out and out[-1].kind == "word" and i > 0 and not text[i - 1].isspace():
-                raise _fault("E_BUTLER_EXPR_FUNCTION_CALL", text, f"{out[-1].text}(...) is a function call, which is not in the language.",
+                raise _fault("E_BUTLER_EXPR_FUNCTION_CALL", text,
+                             f"{out[-1].text}(...) is a function call, which is not in the language.",
                              "The language has no functions.", function=out[-1].text)
             raise _fault("E_BUTLER_EXPR_OPERATOR_UNSUPPORTED", text, "Parentheses are not in the language.",
                          "There is no grouping: an expression has at most one operator.", operator="(")
@@ -307,14 +311,16 @@ def _refuse_construct(inner: str, text: str) -> None:
     tokens = _tokens(inner)
     ops = [t for t in tokens if t.kind == "op"]
     if ops:
-        raise _fault("E_BUTLER_EXPR_NOT_A_PATH", text, f"${{{inner}}} holds the operator {ops[0].text}, but ${{...}} holds only a path.",
+        raise _fault("E_BUTLER_EXPR_NOT_A_PATH", text,
+                     f"${{{inner}}} holds the operator {ops[0].text}, but ${{...}} holds only a path.",
                      "A comparison belongs in guard.when or switch.on, written without ${...} around it.")
 
 
 def _operand(tokens: list[_Token], text: str, state: Mapping[str, Any] | None) -> Any:
     """One operand's value; with ``state`` None, only its shape is checked (``parse_predicate``)."""
     if not tokens:
-        raise _fault("E_BUTLER_EXPR_EMPTY_OPERAND", text, "An operand is empty.", "Each side of an operator needs a value.")
+        raise _fault("E_BUTLER_EXPR_EMPTY_OPERAND", text, "An operand is empty.",
+                     "Each side of an operator needs a value.")
     if len(tokens) > 1:
         raise _fault("E_BUTLER_EXPR_MALFORMED", text,
                      f"{' '.join(t.text for t in tokens)!r} is several values with no operator between them.", _FORMS)

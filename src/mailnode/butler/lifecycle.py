@@ -230,7 +230,8 @@ def disabled_json(row: Any) -> dict[str, Any] | None:
 
 # --- disabling: no new runs, grants untouched --------------------------------------------------------
 
-def disable(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str, reason: str) -> dict[str, Any]:
+def disable(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str,
+            reason: str) -> dict[str, Any]:
     """Disable a Butler: no delivery opens a run of it and no re-run starts, until ``enable``.
 
     Runs already open walk on to their end (a parked run can still be released). Its grants, its versions
@@ -452,7 +453,8 @@ def apply_publication(conn: Connection, *, org_id: str, actor_id: str, at: datet
 
 
 def _raced(p: Publication, version_id: str) -> MailnodeError:
-    return conflict("E_BUTLER_PUBLISH_RACED", f"Version {version_id} changed while Butler {p.butler_id} was being published.",
+    return conflict("E_BUTLER_PUBLISH_RACED",
+                    f"Version {version_id} changed while Butler {p.butler_id} was being published.",
                     "Another draft was saved or published at the same time; nothing was published.",
                     f"Read the Butler again (GET /api/butlers/{p.butler_id}) and publish once more.",
                     butler_id=p.butler_id, version_id=version_id)

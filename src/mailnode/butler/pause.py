@@ -212,7 +212,8 @@ def pause_json(r: Any) -> dict[str, Any]:
 
 
 def _no_pause(pause_id: str | None = None) -> MailnodeError:
-    return not_found("E_BUTLER_NO_SUCH_PAUSE", f"No Butler pause {pause_id}." if pause_id else "No Butler pauses to show.",
+    return not_found("E_BUTLER_NO_SUCH_PAUSE",
+                     f"No Butler pause {pause_id}." if pause_id else "No Butler pauses to show.",
                      fix="Butler pauses are shown to administrators: GET /api/butler-pauses.",
                      **({"pause_id": pause_id} if pause_id else {}))
 

@@ -231,7 +231,8 @@ def run_json(r: Any) -> dict[str, Any]:
             "outcome_reason": r.outcome_reason, "outcome_detail": r.outcome_detail,
             "started_at": _iso(r.started_at), "finished_at": _iso(r.finished_at),
             "nodes_executed": r.nodes_executed, "effects": r.effects, "refusals": r.refusals,
-            "statements_spent": r.statements_spent, "provoked_by": r.provoked_by, "self_provoked": bool(r.self_provoked),
+            "statements_spent": r.statements_spent, "provoked_by": r.provoked_by,
+            "self_provoked": bool(r.self_provoked),
             "replay_of": r.replay_of, "replayed_by": r.replayed_by}
 
 

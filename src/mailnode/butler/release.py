@@ -78,7 +78,8 @@ def release_send(conn: Connection, *, org_id: str, principal_id: str, at: dateti
     m = send_manifests.c
     row = conn.execute(select(m.id, m.mailbox_id, m.release_at, mailboxes.c.hold_window_seconds)
                        .join(mailboxes, mailboxes.c.id == m.mailbox_id)
-                       .where(m.id == send_id, m.org_id == org_id, m.state == _AWAITING, m.state_reason == _GATE)).first()
+                       .where(m.id == send_id, m.org_id == org_id, m.state == _AWAITING,
+                              m.state_reason == _GATE)).first()
     if row is None or not holds(conn, org_id, principal_id, "send.propose", "mailbox", row.mailbox_id):
         raise _not_releasable(send_id)
     # The hold window is the person's chance to take the release back (cancel), so it runs from the

@@ -296,7 +296,8 @@ def _fix(why: str, row: Any) -> str:
         return f"Enable it first: POST /api/butlers/{row.butler_id}/enable (mailnode butler enable {row.butler_id})."
     if why == "input_not_recorded":
         return "Nothing changes this run; a new delivery starts a new one."
-    return f"Publish a version that checks: PUT /api/butlers/{row.butler_id}/draft, then POST /api/butlers/{row.butler_id}/publish."
+    return (f"Publish a version that checks: PUT /api/butlers/{row.butler_id}/draft, "
+            f"then POST /api/butlers/{row.butler_id}/publish.")
 
 
 def open_rerun(conn: Connection, *, org_id: str, principal_id: str, run_id: str, at: datetime,

@@ -78,7 +78,8 @@ def problems(schema: Any) -> list[SchemaProblem]:
             if key in ANNOTATIONS:
                 continue
             if key not in HONOURED:
-                found.append(SchemaProblem("E_BUTLER_SCHEMA_KEYWORD_UNSUPPORTED", pointer, key, "is not in the subset validate honours"))
+                found.append(SchemaProblem("E_BUTLER_SCHEMA_KEYWORD_UNSUPPORTED", pointer, key,
+                                           "is not in the subset validate honours"))
             elif key == "type":
                 if isinstance(value, list):
                     found.append(SchemaProblem("E_BUTLER_SCHEMA_KEYWORD_UNSUPPORTED", pointer, key,
@@ -100,7 +101,8 @@ def problems(schema: Any) -> list[SchemaProblem]:
                 if isinstance(value, dict):
                     children.extend((f"{at}/{name}", s) for name, s in value.items())
                 else:
-                    found.append(SchemaProblem("E_BUTLER_SCHEMA_MALFORMED", pointer, key, "must be an object of schemas"))
+                    found.append(SchemaProblem("E_BUTLER_SCHEMA_MALFORMED", pointer, key,
+                                               "must be an object of schemas"))
         stack.extend(reversed(children))
     if not found:
         try:

@@ -1,9 +1,9 @@
 """The trigger: a materialised delivery starts one run of every published Butler listening on its address.
 
 Seed 003 "The trigger, and the instance id"; spec/butler.md §5. ``trigger_workflow(message_id)`` is
-wired into ``ingress.workflows.AFTER_MATERIALISE`` by ``mailnode.wiring.wire_hooks`` and so runs as a child of the materialisation
-workflow. Its one step (``open_runs``) reads the delivery's facts, reads every published version of
-the organisation, keeps those whose ``trigger`` is ``mail.received`` on the delivered-to address
+wired into ``ingress.workflows.AFTER_MATERIALISE`` by ``mailnode.wiring.wire_hooks`` and so runs as a child
+of the materialisation workflow. Its one step (``open_runs``) reads the delivery's facts, reads every published
+version of the organisation, keeps those whose ``trigger`` is ``mail.received`` on the delivered-to address
 (trimmed, case-insensitive; the trigger is read from the stored JSON alone, so a hand-edited program
 still starts a run and is refused by the engine's re-check, visibly), and opens one ``butler_runs``
 row per match, id ``<version id>-<message id>``, with the trigger facts. It then starts
@@ -151,8 +151,8 @@ def open_runs_in(conn: Connection, message_id: str, now: Any) -> list[str]:
         self_provoked = pause.is_self_provoked(version.butler_id, provoked)
         if self_provoked:
             since = pause.window_start(now, version.last_resumed_at)
-            figure = pause.reading(pause.self_provoked_since(conn, found.org_id, version.butler_id, since,
-                                                                   exclude_run_id=run_id_of(version.id, message_id)), chain)
+            figure = pause.reading(pause.self_provoked_since(
+                conn, found.org_id, version.butler_id, since, exclude_run_id=run_id_of(version.id, message_id)), chain)
             if figure.tripped:
                 placed = pause.place(conn, org_id=found.org_id, butler_id=version.butler_id, name=version.name,
                                      figure=figure, message_id=message_id, at=now)

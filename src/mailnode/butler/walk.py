@@ -16,8 +16,8 @@ question. Everything a walk can cause arrives through ``Effects``:
 Pure nodes (guard, switch, map, foreach, join, wait's arithmetic, stop, transform, validate) run in
 memory and recompute identically on every replay, because the expression language is pure. Effect
 parameters are resolved here, and a ``draft``'s one recipient is derived here
-(``outbound.butler_recipient``), so a dry run reports exactly what a live run would do. Steps are named ``<node id>#<visit>``; effects are
-numbered ``seq`` 1, 2, ... in walk order.
+(``outbound.butler_recipient``), so a dry run reports exactly what a live run would do. Steps are named
+``<node id>#<visit>``; effects are numbered ``seq`` 1, 2, ... in walk order.
 
 Terminal states and reasons (spec/butler.md §6.2; ``states.RunState``): ``finished`` (ran out of nodes,
 reason None), ``stopped`` (a ``stop`` node's reason, or ``release_timed_out``), ``refused``
@@ -90,8 +90,8 @@ class EffectCall:
 
 @dataclass(frozen=True)
 class EffectResult:
-    """What an effect did: ``outcome`` ``ok`` | ``refused`` | ``failed`` (a dry run's ``would``), a ``reason`` token or code,
-    the ``subject`` acted on, the value bound under ``steps.<as>`` (``binding``), and ``parks`` when a
+    """What an effect did: ``outcome`` ``ok`` | ``refused`` | ``failed`` (a dry run's ``would``), a ``reason`` token or
+    code, the ``subject`` acted on, the value bound under ``steps.<as>`` (``binding``), and ``parks`` when a
     send waits for a person's release."""
 
     outcome: str

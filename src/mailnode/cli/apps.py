@@ -41,7 +41,8 @@ def app_create(
     if as_json:
         print(json.dumps({"app_id": made["application"]["id"], "token": made["token"]}))
     else:
-        print(f"application {made['application']['name']} ({made['application']['id']}): {made['token']}   (shown once)")
+        print(f"application {made['application']['name']} ({made['application']['id']}): "
+              f"{made['token']}   (shown once)")
 
 
 @app_app.command("list")

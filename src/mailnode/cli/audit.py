@@ -18,9 +18,8 @@ def audit_verify(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     from mailnode import audit
 
     try:
-        with org_node(data_dir) as (node, org_id):
-            with node.read() as conn:
-                result = audit.verify(conn, org_id)
+        with org_node(data_dir) as (node, org_id), node.read() as conn:
+            result = audit.verify(conn, org_id)
     except MailnodeError as exc:
         fail(exc)
         return

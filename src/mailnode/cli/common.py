@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,8 +19,8 @@ from mailnode.errors import MailnodeError
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", envvar="MAILNODE_DATA_DIR",
-                                                 help="The node's data directory (default ./.mailnode).")]
+DataDir = Annotated[Path | None, typer.Option("--data-dir", envvar="MAILNODE_DATA_DIR",
+                                              help="The node's data directory (default ./.mailnode).")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 

@@ -18,7 +18,8 @@ commands = typer.Typer()  # mounted on the root by mailnode.cli
 @commands.command()
 def ingest(
     files: Annotated[list[Path], typer.Argument(help=".eml files to deliver.", exists=True, dir_okay=False)],
-    mail_from: Annotated[str, typer.Option("--mail-from", help="Envelope sender; '<>' or '' is the null reverse path.")],
+    mail_from: Annotated[str, typer.Option("--mail-from",
+                                           help="Envelope sender; '<>' or '' is the null reverse path.")],
     rcpt_to: Annotated[list[str], typer.Option("--rcpt-to", help="Envelope recipient on this node (repeatable).")],
     data_dir: DataDir = None,
     as_json: JsonFlag = False,

@@ -25,9 +25,8 @@ def mailbox_create(
     from mailnode.mail.mailboxes import create_mailbox
 
     try:
-        with org_node(data_dir) as (node, org_id):
-            with node.begin() as conn:
-                box = create_mailbox(conn, org_id=org_id, actor_id=None, at=node.clock.now(), name=name, addresses=address)
+        with org_node(data_dir) as (node, org_id), node.begin() as conn:
+            box = create_mailbox(conn, org_id=org_id, actor_id=None, at=node.clock.now(), name=name, addresses=address)
     except MailnodeError as exc:
         fail(exc)
         return
@@ -46,10 +45,9 @@ def mailbox_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     from mailnode.schema.mail import mailboxes
 
     try:
-        with org_node(data_dir) as (node, org_id):
-            with node.read() as conn:
-                boxes = [mailbox_json(conn, r) for r in conn.execute(
-                    select(mailboxes).where(mailboxes.c.org_id == org_id).order_by(mailboxes.c.id)).all()]
+        with org_node(data_dir) as (node, org_id), node.read() as conn:
+            boxes = [mailbox_json(conn, r) for r in conn.execute(
+                select(mailboxes).where(mailboxes.c.org_id == org_id).order_by(mailboxes.c.id)).all()]
     except MailnodeError as exc:
         fail(exc)
         return

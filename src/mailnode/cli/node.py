@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,7 +21,7 @@ def init(
     org: Annotated[str, typer.Option(help="The organisation's name.")],
     domain: Annotated[str, typer.Option(help="The organisation's first mail domain.")],
     admin_email: Annotated[str, typer.Option(help="The first administrator's address.")],
-    mailbox: Annotated[Optional[str], typer.Option(help="The first mailbox's address (default support@DOMAIN).")] = None,
+    mailbox: Annotated[str | None, typer.Option(help="The first mailbox's address (default support@DOMAIN).")] = None,
     data_dir: DataDir = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -108,8 +108,8 @@ def quickstart_steps(*, http: str, smtp: str, mailbox: str, token: str, transpor
         f"     printf '{message}' | curl -sS smtp://{smtp} --mail-from bob@example.net --mail-rcpt {mailbox} -T -",
         "  3. open it, press Claim, then Reply, write, Send: the reply is held for the mailbox's hold window",
         f"     ({SEND_HOLD_WINDOW_DEFAULT_SECONDS} s; Cancel stops it), then {where}",
-        f"  4. the API: curl -H 'Authorization: Bearer {token}' http://{http}/api/mailboxes "
-        f"(every route: http://{http}/docs)",
+        (f"  4. the API: curl -H 'Authorization: Bearer {token}' http://{http}/api/mailboxes "
+         f"(every route: http://{http}/docs)"),
         f"  5. what the node thinks of itself: {command}",
     ]
 
@@ -117,8 +117,8 @@ def quickstart_steps(*, http: str, smtp: str, mailbox: str, token: str, transpor
 @commands.command()
 def serve(
     data_dir: DataDir = None,
-    http: Annotated[Optional[str], typer.Option(help="HTTP listen address HOST:PORT (default 127.0.0.1:8025).")] = None,
-    smtp: Annotated[Optional[str], typer.Option(help="SMTP listen address HOST:PORT (default 127.0.0.1:2525).")] = None,
+    http: Annotated[str | None, typer.Option(help="HTTP listen address HOST:PORT (default 127.0.0.1:8025).")] = None,
+    smtp: Annotated[str | None, typer.Option(help="SMTP listen address HOST:PORT (default 127.0.0.1:2525).")] = None,
 ) -> None:
     """Run the API, the SMTP listener and the durable executor until interrupted (SIGINT/SIGTERM)."""
     from mailnode.config import load_settings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
 
 @token_app.command("create")
 def token_create(
-    user: Annotated[Optional[str], typer.Option(help="User id or email (default: the first administrator).")] = None,
+    user: Annotated[str | None, typer.Option(help="User id or email (default: the first administrator).")] = None,
     label: Annotated[str, typer.Option(help="A label to recognise the token by (one printable line).")] = "cli",
     data_dir: DataDir = None,
     as_json: JsonFlag = False,
@@ -25,11 +25,10 @@ def token_create(
     from mailnode.directory.tokens import create_token
 
     try:
-        with org_node(data_dir) as (node, org_id):
-            with node.begin() as conn:
-                row = resolve_user(conn, org_id, user)
-                tid, plaintext = create_token(conn, org_id=org_id, principal_id=row.id, at=node.clock.now(),
-                                              actor_id=None, label=label)
+        with org_node(data_dir) as (node, org_id), node.begin() as conn:
+            row = resolve_user(conn, org_id, user)
+            tid, plaintext = create_token(conn, org_id=org_id, principal_id=row.id, at=node.clock.now(),
+                                          actor_id=None, label=label)
     except MailnodeError as exc:
         fail(exc)
         return

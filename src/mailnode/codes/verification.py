@@ -302,10 +302,10 @@ _ERRORS: dict[RequestOutcome | VerifyOutcome, tuple[str, int, str, str] | None] 
     RequestOutcome.DAILY_CAP: (
         "E_VERIFICATION_DAILY_CAP",
         429,
-        "You have asked for as many verification codes today as one person may "
-        f"({budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY} per UTC day).",
-        "Check the address you typed, then ask again after 00:00 UTC (detail.resets_at): "
-        "POST /api/me/contact-email.",
+        ("You have asked for as many verification codes today as one person may "
+         f"({budgets.VERIFICATION_CODES_PER_PERSON_PER_DAY} per UTC day)."),
+        ("Check the address you typed, then ask again after 00:00 UTC (detail.resets_at): "
+         "POST /api/me/contact-email."),
     ),
     RequestOutcome.COOLDOWN: (
         "E_VERIFICATION_COOLDOWN",

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -48,13 +48,13 @@ class StatementMeter:
     #: One meter per live engine, keyed weakly on the engine itself: keyed on ``id(engine)``, a new engine
     #: that reused a collected one's id got the old meter, whose listener sat on the dead engine, and
     #: counted nothing (a test saw 0 statements where 9 ran once enough nodes had come and gone).
-    _by_engine: "weakref.WeakKeyDictionary[Engine, StatementMeter]" = weakref.WeakKeyDictionary()
+    _by_engine: ClassVar[weakref.WeakKeyDictionary[Engine, StatementMeter]] = weakref.WeakKeyDictionary()
 
     def __init__(self) -> None:
         self._local = threading.local()
 
     @classmethod
-    def attach(cls, engine: Engine) -> "StatementMeter":
+    def attach(cls, engine: Engine) -> StatementMeter:
         """The meter of ``engine``, attaching it on first use (one per engine)."""
         meter = cls._by_engine.get(engine)
         if meter is None:

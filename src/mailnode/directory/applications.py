@@ -45,8 +45,10 @@ def check_app_name(name: str | None) -> str:
     if bad is not None:
         char = f"U+{ord(bad):04X}"
         raise invalid("E_APP_NAME_MALFORMED",
-                      f"The application name contains {char} ({unicodedata.category(bad)}), which is not printable text.",
-                      "A name is one line of printable text: it is shown in listings, token labels and the audit trail.",
+                      f"The application name contains {char} ({unicodedata.category(bad)}), "
+                      "which is not printable text.",
+                      "A name is one line of printable text: "
+                      "it is shown in listings, token labels and the audit trail.",
                       "Choose a name of printable characters, e.g. research-pipeline.", character=char)
     if len(clean) > budgets.APP_NAME_MAX_CHARS:
         raise limit_exceeded("E_BUDGET_EXCEEDED", "APP_NAME_MAX_CHARS", budgets.APP_NAME_MAX_CHARS, len(clean),

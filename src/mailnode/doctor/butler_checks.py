@@ -120,8 +120,10 @@ def butler_run_silence(node: Node, org_id: str | None) -> Finding:
             + [f"{i['name']!r}: {i['arrived']} messages reached {i['address']} since it was published at "
                f"{i['published_at']}, and it never ran" for i in silent])
         return Finding(name, Severity.DEGRADED, False, text,
-                       "Read the node's log for butler.* lines and the Butler's runs (GET /api/butler-runs?butler_id=); "
-                       "publish a version that checks (mailnode butler check FILE lists every finding; PUT /api/butlers/{id}/draft, POST /api/butlers/{id}/publish).",
+                       "Read the node's log for butler.* lines and the Butler's runs "
+                       "(GET /api/butler-runs?butler_id=); "
+                       "publish a version that checks (mailnode butler check FILE lists every finding; "
+                       "PUT /api/butlers/{id}/draft, POST /api/butlers/{id}/publish).",
                        {"butlers": items})
     text = f"{len(items) - len(idle)} published Butlers ran on the mail that reached them"
     if idle:
@@ -263,7 +265,8 @@ def butler_trigger_unrouted(node: Node, org_id: str | None) -> Finding:
     items = [Item(Concern("butler", bid), f"{bname!r} ({bid}) listens on {address}, which no mailbox has",
                   {"butler_id": bid, "name": bname, "address": address}, "butlers",
                   f"create a mailbox for {address} (POST /api/mailboxes) or add it to one (PATCH /api/mailboxes/{{id}} "
-                  f"addresses), or publish a trigger on a mailbox's address (PUT /api/butlers/{bid}/draft, then publish)")
+                  "addresses), or publish a trigger on a mailbox's address "
+                  f"(PUT /api/butlers/{bid}/draft, then publish)")
              for bid, bname, address in found]
     return listed(name, Severity.DEGRADED, False, items,
                   fix_lead="No delivery can start these Butlers. Give a mailbox the address, or point the trigger "

@@ -98,6 +98,7 @@ def run_checks(node: Node, org_id: str | None, names: list[str] | None = None) -
         try:
             findings.append(CHECKS[name](node, org_id))
         except Exception as exc:  # noqa: BLE001 - a check that cannot run is itself a refusing finding
-            findings.append(Finding(name, Severity.REFUSE, False, f"the check could not run: {type(exc).__name__}: {exc}",
+            findings.append(Finding(name, Severity.REFUSE, False,
+                                    f"the check could not run: {type(exc).__name__}: {exc}",
                                     "Fix the failure above (usually the database), then run mailnode doctor again."))
     return findings

@@ -23,7 +23,8 @@ def receipts_quarantined(node: Node, org_id: str | None) -> Finding:
     """Receipts set aside because materialising them failed, oldest first (at most LIST_LIMIT_MAX listed)."""
     name = "receipts_quarantined"
     if org_id is None:
-        return Finding(name, Severity.REPORT, False, "no organisation: the node is not initialised", "Run mailnode init.")
+        return Finding(name, Severity.REPORT, False, "no organisation: the node is not initialised",
+                       "Run mailnode init.")
     t = ingress_receipts.c
     now = node.clock.now()
     with node.read() as conn:

@@ -69,7 +69,8 @@ def provider_breaker(node: Node, org_id: str | None) -> Finding:
         s = shut[0]
         return Finding(name, Severity.DEGRADED, False,
                        f"the {s.transport} provider is paused ({s.pause_kind.value if s.pause_kind else 'unknown'}, "
-                       f"{s.pause_error}) until {s.unavailable_until}; deferrable mail waits, realtime mail answers 503",
+                       f"{s.pause_error}) until {s.unavailable_until}; "
+                       "deferrable mail waits, realtime mail answers 503",
                        "A quota reopens by itself; a systemic pause needs the key or domain fixed "
                        "(GET /api/provider-status).", data)
     if any(quota_alert(s, now, limits) for s in statuses):

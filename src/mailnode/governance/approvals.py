@@ -195,8 +195,8 @@ def write_request(conn: Connection, *, org_id: str, plan: Plan, subject_id: str,
         id=aid, org_id=org_id, subject_kind=plan.kind.value, subject_id=subject_id, scope_id=plan.scope_id,
         actor_id=plan.actor_id, state=ApprovalState.PENDING.value, requested_at=now, expires_at=expires))
     conn.execute(approval_stages.insert(), [
-        dict(id=new_id("ast"), org_id=org_id, approval_id=aid, ordinal=s.ordinal, required_count=s.count,
-             team_id=s.team_id) for s in plan.stages])
+        {"id": new_id("ast"), "org_id": org_id, "approval_id": aid, "ordinal": s.ordinal,
+         "required_count": s.count, "team_id": s.team_id} for s in plan.stages])
     audit.append(conn, org_id=org_id, at=now, action="approval.requested", actor_id=plan.actor_id, subject=aid,
                  detail={**plan.to_json(), "subject_id": subject_id,
                          "expires_at": expires.isoformat() if expires else None, **(extra or {})})
@@ -340,7 +340,8 @@ def decide(conn: Connection, *, org_id: str, approval_id: str, caller_id: str, d
             if not effect.applied and spec.race_code is not None:
                 raise conflict(spec.race_code, f"Approval {approval_id} completed but its subject had moved.",
                                "Another act settled the subject first; nothing was recorded.",
-                               "Read the subject again (GET /api/domain-pauses, GET /api/holds) and ask again if still needed.",
+                               "Read the subject again (GET /api/domain-pauses, GET /api/holds) "
+                               "and ask again if still needed.",
                                approval_id=approval_id, subject_id=row.subject_id)
     detail = {"subject_kind": row.subject_kind, "subject_id": row.subject_id, "decision": decision,
               "stage": stage.ordinal, "approval_state": state.value}
@@ -468,7 +469,8 @@ def _json(row: Any, stages: list[Stage], st: _Standing | None, pause: Any | None
             "hold_lift": lift, "supervised": supervised}
 
 
-def pending_for(conn: Connection, *, org_id: str, caller_id: str, limit: int, cursor: str | None) -> list[dict[str, Any]]:
+def pending_for(conn: Connection, *, org_id: str, caller_id: str, limit: int,
+                cursor: str | None) -> list[dict[str, Any]]:
     """Pending approvals the caller may decide (scopes where they hold the kind's relation, not their own
     requests), oldest first by id after ``cursor``.
 

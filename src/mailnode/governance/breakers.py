@@ -388,8 +388,8 @@ def read_rate(breaker: Breaker, *, observed: int, observations: int, max_percent
 
     Armed when ``observations >= min_observations`` (and at least one); unarmed readings have ``percent``
     None, never trip, and say why in ``unarmed_reason`` (``unarmed_reason()``: ``no_observations`` or
-    ``too_few_observations``). Tripped when ``100 * observed > max_percent * observations`` (strictly over, compared exactly;
-    ``percent`` is the rounded figure shown).
+    ``too_few_observations``). Tripped when ``100 * observed > max_percent * observations`` (strictly over, compared
+    exactly; ``percent`` is the rounded figure shown).
     """
     window = WINDOW_SECONDS[breaker]
     why = unarmed_reason(observations, min_observations)

@@ -83,8 +83,9 @@ def request(conn: Connection, *, org_id: str, actor_id: str, domain: object, rea
                        "One pause per domain is in force at a time.",
                        "See GET /api/domain-pauses; lift it with POST /api/domain-pauses/{id}/lift.",
                        domain=name, pause_id=in_force.id)
-    pending = conn.execute(select(p.id).join(approvals, and_(approvals.c.subject_id == p.id,
-                                                             approvals.c.subject_kind == ap.SubjectKind.DOMAIN_PAUSE.value))
+    pending = conn.execute(select(p.id).join(approvals, and_(
+                               approvals.c.subject_id == p.id,
+                               approvals.c.subject_kind == ap.SubjectKind.DOMAIN_PAUSE.value))
                            .where(p.org_id == org_id, p.domain == name, approvals.c.state == "pending")).first()
     if pending is not None:
         raise conflict("E_DOMAIN_PAUSE_PENDING", f"A pause of {name} is already waiting for approval.",

@@ -70,8 +70,8 @@ def _insert_version(conn: Connection, *, org_id: str, policy_id: str, actor_id: 
         created_by=actor_id, created_at=now))
     if stages:
         conn.execute(policy_stages.insert(), [
-            dict(id=new_id("pst"), org_id=org_id, policy_version_id=vid, ordinal=s.ordinal, required_count=s.count,
-                 team_id=s.team_id, created_at=now) for s in stages])
+            {"id": new_id("pst"), "org_id": org_id, "policy_version_id": vid, "ordinal": s.ordinal,
+             "required_count": s.count, "team_id": s.team_id, "created_at": now} for s in stages])
     return vid
 
 
@@ -109,7 +109,8 @@ def edit_draft(conn: Connection, *, org_id: str, actor_id: str, policy_id: str, 
     """Replace the policy's draft (or start one); returns the policy. Raises as ``create`` and ``E_NO_SUCH_POLICY``."""
     require_admin(conn, org_id, actor_id, "edit a policy")
     parse_id(policy_id, "pol", "policy_id")
-    if conn.execute(select(policies.c.id).where(policies.c.id == policy_id, policies.c.org_id == org_id)).first() is None:
+    if conn.execute(select(policies.c.id)
+                    .where(policies.c.id == policy_id, policies.c.org_id == org_id)).first() is None:
         raise _no_policy(policy_id)
     out, parsed = validate(outcome, conditions, stages)
     _check_conditions(conn, org_id, conditions)
@@ -181,7 +182,8 @@ def _check_approval_stages(conn: Connection, org_id: str, draft: Any, stages: tu
 def publish(conn: Connection, *, org_id: str, actor_id: str, policy_id: str, now: datetime) -> dict[str, Any]:
     """Publish the draft; returns the policy. Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_NO_SUCH_POLICY``
     (404), ``E_NO_POLICY_DRAFT``, ``E_POLICY_UNCHANGED``, ``E_POLICY_PUBLISH_RACED`` (409), and for
-    ``require_approval`` ``E_NO_SUCH_TEAM`` (404), ``E_APPROVAL_UNSATISFIABLE``, ``E_POLICY_STAGE_TEAM_CONFLICT`` (409)."""
+    ``require_approval`` ``E_NO_SUCH_TEAM`` (404), ``E_APPROVAL_UNSATISFIABLE``, ``E_POLICY_STAGE_TEAM_CONFLICT``
+    (409)."""
     require_admin(conn, org_id, actor_id, "publish a policy")
     parse_id(policy_id, "pol", "policy_id")
     pol = conn.execute(select(policies).where(policies.c.id == policy_id, policies.c.org_id == org_id)).first()
@@ -196,7 +198,8 @@ def publish(conn: Connection, *, org_id: str, actor_id: str, policy_id: str, now
                        "Publishing promotes the draft.", "Write one with POST /api/policies/{id}/draft.",
                        policy_id=policy_id)
     if live is not None and live.canonical_sha256 == draft.canonical_sha256:
-        raise conflict("E_POLICY_UNCHANGED", f"The draft of {pol.name!r} says exactly what version {live.version} says.",
+        raise conflict("E_POLICY_UNCHANGED",
+                       f"The draft of {pol.name!r} says exactly what version {live.version} says.",
                        "Publishing an unchanged version would add a version that changes nothing.",
                        "Change the draft (POST /api/policies/{id}/draft), or leave the live version as it is.",
                        policy_id=policy_id, version=live.version)

@@ -226,7 +226,8 @@ def canonical_sha256(outcome: Outcome, conditions: Conditions, stages: Sequence[
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def validate(outcome: object, conditions: Conditions, stages: Sequence[dict[str, Any]]) -> tuple[Outcome, tuple[Stage, ...]]:
+def validate(outcome: object, conditions: Conditions,
+             stages: Sequence[dict[str, Any]]) -> tuple[Outcome, tuple[Stage, ...]]:
     """Check a draft's outcome, conditions and stages; return the outcome and normalised stages.
 
     ``[{"count": 1}]`` with no team normalises to no stages (the implicit single approver). Raises (422):

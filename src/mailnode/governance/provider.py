@@ -22,8 +22,8 @@ The rules, in one place:
   correspondence between, deferrable at the limit. ``may_send`` refuses when ``reading + requests >
   ceiling``, where ``requests`` is what the caller says it will spend. Realtime mail asks for all of its
   requests (one per recipient, ``outbound.realtime``; one for a code) before anything is sealed or sent.
-  The seal (correspondence), dispatch and the sweeper ask for one request before a send, never for the whole send (one larger than
-  its ceiling would then never go), and dispatch asks again after each recipient's answer is recorded,
+  The seal (correspondence), dispatch and the sweeper ask for one request before a send, never for the whole send (one
+  larger than its ceiling would then never go), and dispatch asks again after each recipient's answer is recorded,
   stopping the send where the ceiling is (``outbound.dispatch``): every class stops at its ceiling, not
   one request per recipient later. A realtime refusal made on the reserve alone is logged at error as
   ``provider.realtime_refused_on_reserve``, so a header whose meaning changed is alertable.

@@ -199,7 +199,7 @@ def parse_header(value: str) -> AuthResults:
         return AuthResults(raw=raw, authserv_id=None, results=(), parser=Parser.SKIPPED, error="empty")
     try:
         authserv_id, results = _from_authres(raw)
-    except Exception as exc:  # authres raises SyntaxError, RecursionError, TypeError... (spec §3)
+    except Exception as exc:  # noqa: BLE001 - authres raises SyntaxError, RecursionError, TypeError... (spec §3)
         error = f"{type(exc).__name__}: {exc}"
         authserv_id, results = _lenient(raw)
         return AuthResults(

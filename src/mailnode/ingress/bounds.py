@@ -8,8 +8,8 @@ RecursionError). So the bytes are measured first, by linear scans that allocate 
 compared with its budget in ``budgets.py`` (``PARSE_*``):
 
 - :func:`shape` measures the message: top-level header fields, lines, MIME parts.
-- :func:`body_refusal` and :func:`mailnode.addresses.header_refusal` are pure decisions: ``None`` (read it) or a sentence naming
-  the measure, its value and its limit.
+- :func:`body_refusal` and :func:`mailnode.addresses.header_refusal` are pure decisions: ``None`` (read it)
+  or a sentence naming the measure, its value and its limit.
 - :func:`load` parses what the decisions allow: the first ``PARSE_HEADERS_MAX`` header fields, and the body only
   when it is within bounds; otherwise a headers-only message. Each thing left unread is a note in words.
 

@@ -7,8 +7,8 @@ Idempotent: the receipt's ``materialised_at`` is set by a conditional update (``
 transaction as everything it creates, so materialising twice (a DBOS retry, the repair scan, ``ingest``
 racing ``serve``) changes nothing the second time. The message's id is the receipt's ULID
 (``ids.sibling_id``), so messages sort in arrival order whichever materialisation finishes first. The
-message is indexed for search (``search.index``) in the same transaction. Never raises on the message's content: a message that
-does not parse is stored with its ``parse_error`` and raw bytes. An unreadable delivery report is kept
+message is indexed for search (``search.index``) in the same transaction. Never raises on the message's content: a
+message that does not parse is stored with its ``parse_error`` and raw bytes. An unreadable delivery report is kept
 as a message and logged with the stable token ``delivery_report.unreadable``.
 """
 
@@ -152,8 +152,8 @@ def materialise_or_quarantine(node: Node, receipt_id: str) -> Materialised | Non
     ``E_MATERIALISE_FAILED`` and is logged with its traceback (``materialise.quarantined``). A database error
     quarantines too (PostgreSQL's "index row too large" is an OperationalError a message's content causes): a
     quarantined receipt is visible and re-drivable, while a failed workflow would stay unmaterialised unseen;
-    when the database is unreachable the quarantine write fails as well and that error is raised. An already materialised
-    receipt returns its message; an already quarantined one returns ``None``. Raises ``KeyError`` for an
+    when the database is unreachable the quarantine write fails as well and that error is raised. An already
+    materialised receipt returns its message; an already quarantined one returns ``None``. Raises ``KeyError`` for an
     unknown receipt.
     """
     attempt = quarantine.begin_attempt(node, receipt_id)
@@ -208,7 +208,8 @@ def _file_report(conn: Connection, *, org_id: str, envelope_to: str, message_id:
             attribution = events.by_message_id(conn, org_id, report.original_message_id, reported.address)
         status = reported.status or ""
         events.record(
-            conn, org_id=org_id, event=event.value if event else None, attribution=attribution, recipient=reported.address,
+            conn, org_id=org_id, event=event.value if event else None, attribution=attribution,
+            recipient=reported.address,
             status=reported.status, source=source, source_event_id=f"{message_id}:{reported.address.lower()}",
             at=now, message_id=message_id,
             bounce_type="hard" if status.startswith("5") else "soft" if status.startswith("4") else None,

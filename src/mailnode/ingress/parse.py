@@ -202,7 +202,8 @@ DEFECT_WORDS: dict[str, str] = {
     "MisplacedEnvelopeHeaderDefect": "a mailbox-file 'From ' line appears among the headers",
     "MissingHeaderBodySeparatorDefect": "a line in the header section is not a header, so the body starts there",
     "MultipartInvariantViolationDefect": "it says it is multipart but has no parts",
-    "InvalidMultipartContentTransferEncodingDefect": "a multipart part declares an encoding other than 7bit, 8bit or binary",
+    "InvalidMultipartContentTransferEncodingDefect":
+        "a multipart part declares an encoding other than 7bit, 8bit or binary",
     "MalformedHeaderDefect": "a header line is malformed",
 }
 
@@ -585,7 +586,8 @@ def _parse(raw: bytes, defects: _Defects) -> ParsedMessage:
     message_ids = _bounded_ids("Message-ID", raw_first.get("message-id", ""), defects)[:1]
     date = _date(raw_first["date"], defects) if "date" in first and "date" not in refused else None
     content_type = message.get_content_type()
-    bodies, summary = _read_body(message, defects) if loaded.body_read else (Bodies(), attachments.AttachmentSummary(()))
+    bodies, summary = (_read_body(message, defects) if loaded.body_read
+                       else (Bodies(), attachments.AttachmentSummary(())))
     for defect in summary.defects:
         defects.add(defect)
     return ParsedMessage(

@@ -658,7 +658,7 @@ def read_report(raw: bytes) -> DeliveryReport:
         return DeliveryReport(kind=ReportKind.NONE, source=ReportSource.NONE, problem=UNREADABLE)
     try:
         return _read(message, raw.count(b"\n"))
-    except Exception:  # A reader or flufl.bounce detector raised: keep the message, mark the report.
+    except Exception:  # noqa: BLE001 - a reader or flufl.bounce detector raised: keep the message, mark the report
         looks = message.get_content_type() == "multipart/report" or _looks_like_notice(message)
         kind = ReportKind.DELIVERY_STATUS if looks else ReportKind.NONE
         return DeliveryReport(kind=kind, source=ReportSource.NONE, problem=UNREADABLE)

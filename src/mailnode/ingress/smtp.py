@@ -74,7 +74,7 @@ class IngressHandler:
             return REPLY_OK  # already a recipient of this transaction: one delivery per address
         try:
             route = await asyncio.to_thread(self._resolve, address)
-        except Exception:  # noqa: BLE001 - a database fault is a temporary refusal, logged with its traceback
+        except Exception:  # a database fault is a temporary refusal, logged with its traceback
             log.exception("smtp.rcpt_lookup_failed")
             return REPLY_LOOKUP_FAILED
         if route is None:
@@ -103,7 +103,7 @@ class IngressHandler:
                 return REPLY_TOO_LARGE
             log.exception("smtp.accept_failed code=%s", exc.code)
             return REPLY_TRY_AGAIN
-        except Exception:  # noqa: BLE001 - the client retries; the traceback is logged
+        except Exception:  # the client retries; the traceback is logged
             log.exception("smtp.accept_failed")
             return REPLY_TRY_AGAIN
         if self.on_accepted is not None:
@@ -116,7 +116,7 @@ class IngressHandler:
         assert self.on_accepted is not None
         try:
             self.on_accepted(ids)
-        except Exception:  # noqa: BLE001 - the receipts are committed; the repair scan materialises them
+        except Exception:  # the receipts are committed; the repair scan materialises them
             log.exception("smtp.materialise_start_failed receipts=%s", ids)
 
 
@@ -139,7 +139,8 @@ def start_listener(node: Node, on_accepted: Callable[[list[str]], None] | None =
                    host: str | None = None, port: int | None = None) -> IngressController:
     """Start listening (default: the ``smtp`` setting); returns the controller (``.stop()`` to stop)."""
     h, p = node.settings.smtp_hostport
-    controller = IngressController(IngressHandler(node, on_accepted), hostname=host or h, port=port if port is not None else p,
+    controller = IngressController(IngressHandler(node, on_accepted), hostname=host or h,
+                                   port=port if port is not None else p,
                                    data_size_limit=budgets.MESSAGE_MAX_BYTES, ident="mailnode")
     controller.start()
     return controller

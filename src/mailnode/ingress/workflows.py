@@ -22,7 +22,6 @@ from prometheus_client import Counter
 from sqlalchemy import or_, select, update
 
 from mailnode import budgets, hooks, runtime
-from mailnode.errors import MailnodeError
 from mailnode.ingress.materialise import materialise_or_quarantine
 from mailnode.schema.ingress import ingress_receipts
 

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, delete, select, update
 from mailnode import audit, budgets
 from mailnode.authz import MAILBOX_RELATIONS, holds, is_admin, mailboxes_visible, require_admin
 from mailnode.directory.domains import normalise_domain, org_domains
-from mailnode.errors import MailnodeError, conflict, invalid, no_such_mailbox, not_found
+from mailnode.errors import MailnodeError, conflict, invalid, no_such_mailbox
 from mailnode.ids import new_id, parse_id
 from mailnode.schema.mail import mailbox_addresses, mailboxes
 
@@ -125,8 +125,10 @@ def create_mailbox(conn: Connection, *, org_id: str, actor_id: str | None, at: d
 def _check_hold_window(value: int | None) -> None:
     if value is not None and not (0 <= value <= budgets.SEND_HOLD_WINDOW_MAX_SECONDS):
         raise invalid("E_HOLD_WINDOW_OUT_OF_RANGE", f"hold_window_seconds {value} is out of range.",
-                      f"The hold window is 0..{budgets.SEND_HOLD_WINDOW_MAX_SECONDS} seconds (0 = hand over immediately).",
-                      "Send a value in range, or null for the default.", value=value, maximum=budgets.SEND_HOLD_WINDOW_MAX_SECONDS)
+                      f"The hold window is 0..{budgets.SEND_HOLD_WINDOW_MAX_SECONDS} seconds "
+                      "(0 = hand over immediately).",
+                      "Send a value in range, or null for the default.", value=value,
+                      maximum=budgets.SEND_HOLD_WINDOW_MAX_SECONDS)
 
 
 def list_mailboxes(conn: Connection, *, org_id: str, principal_id: str, limit: int,

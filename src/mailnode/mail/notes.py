@@ -71,5 +71,6 @@ def add_note(conn: Connection, *, org_id: str, principal_id: str, at: datetime, 
                                             author_id=principal_id, body=body, created_at=at))
     audit.append(conn, org_id=org_id, at=at, action="case.note_added", actor_id=principal_id, subject=case_id,
                  detail={"note_id": note_id, "conversation_id": row.conversation_id,
-                         "bytes": len(body.encode("utf-8")), "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()})
+                         "bytes": len(body.encode("utf-8")),
+                         "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()})
     return note_json(conn.execute(select(case_notes).where(case_notes.c.id == note_id)).one())

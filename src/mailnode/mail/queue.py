@@ -374,7 +374,8 @@ def bulk(node: Any, *, org_id: str, principal_id: str, action: BulkAction, case_
 
 
 def search_mailbox(conn: Connection, *, org_id: str, principal_id: str, mailbox_id: str, q: str,
-                   limit: int = budgets.QUEUE_PAGE_ROWS, cursor: int | None = None) -> tuple[list[dict[str, Any]], int | None]:
+                   limit: int = budgets.QUEUE_PAGE_ROWS,
+                   cursor: int | None = None) -> tuple[list[dict[str, Any]], int | None]:
     """``search.run.search`` over this mailbox (unless ``q`` names others with ``mailbox:``): the results
     (``GET /api/search``'s shape) and the next cursor. Raises the query's ``E_SEARCH_*`` (422) and
     ``E_NO_SUCH_MAILBOX`` (404)."""

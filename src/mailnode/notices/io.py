@@ -324,8 +324,8 @@ def breaker_episodes(conn: Connection, org_id: str, now: datetime, delivery_sign
         before = _episode_of(stored.get(token))
         after, notify = notices.advance_trip_episode(before, token, reading.tripped, now)
         if after is not None and after != before:
-            values = dict(started_at=after.started_at, last_tripped_at=after.last_tripped_at,
-                          cleared_at=after.cleared_at)
+            values = {"started_at": after.started_at, "last_tripped_at": after.last_tripped_at,
+                      "cleared_at": after.cleared_at}
             if before is None:
                 conn.execute(notice_trip_episodes.insert().values(org_id=org_id, breaker=token, **values))
             else:
@@ -445,7 +445,8 @@ def unsealed_due(org_id: str, now: datetime, page_max: int = budgets.NOTICE_SWEE
     failures = func.coalesce(refused.c.failures, 0)
     return (select(notices_table, failures.label("failures"))
             .select_from(notices_table.outerjoin(refused, refused.c.notice_id == n.id))
-            .where(n.org_id == org_id, n.send_id.is_(None), _seal_due(refused.c.failures, refused.c.last_failed_at, now))
+            .where(n.org_id == org_id, n.send_id.is_(None),
+                   _seal_due(refused.c.failures, refused.c.last_failed_at, now))
             .order_by(failures, n.created_at, n.id).limit(page_max))
 
 

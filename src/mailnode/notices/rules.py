@@ -212,7 +212,7 @@ def is_notice_send(*, key: str, notice_id: str, auto_submitted: str | None, mail
     | key | send | adopted |
     |---|---|---|
     | ``notice_idempotency_key(notice_id)`` | anything | yes: only the node writes keys in its namespace |
-    | the bare notice id (sealed before the key was namespaced) | system mail: ``auto-generated``, ``deferrable`` | yes |
+    | the bare notice id (sealed before keys were namespaced) | system mail: ``auto-generated``, ``deferrable`` | yes |
     | the bare notice id | anything else (a person's own mail under that key) | no |
     | any other key | | no |
 

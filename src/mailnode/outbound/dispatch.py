@@ -51,17 +51,17 @@ gated ``awaiting/provider_unavailable`` (on the transition only, with ``send.pro
 audited), drained by ``movable_now`` when the breaker reopens; deferrable and realtime mail it refuses is
 left untouched, no attempt spent (the sweeper and the realtime request decide what that means). Policy
 and approvals are correspondence's gates: for other classes only the domain pause, the author's
-authority and the evidence check withhold, the rate breakers gate every class, and system mail (``Auto-Submitted: auto-generated``, not
-correspondence) skips the authority check. Every transport answer is folded into the transport's
+authority and the evidence check withhold, the rate breakers gate every class, and system mail (``Auto-Submitted:
+auto-generated``, not correspondence) skips the authority check. Every transport answer is folded into the transport's
 ``provider_status`` row (``governance.provider_io.record``) in the transaction that records it, and a send
 stops submitting further recipients once an answer shut the breaker. The claim asks the breaker for one
 request, never for the whole send (a send larger than its class's ceiling would otherwise never go);
 instead, before each recipient's request, ``provider_io.reserve`` asks ``may_send`` on the locked row with
 the requests in flight (other workers' included) counted against the ceiling and reserves a ticket, which
 the answer is recorded with (an answer to an older request never overwrites a newer reading or reopens a
-later pause; issue 17 item 2), and once it refuses (the day's reading reached the class's ceiling: the reserve, spec/transactional.md §2)
-the recipients not yet submitted are written ``throttled`` with the refusal in words, so the send
-aggregates ``throttled`` and comes round after its back-off: correspondence is then gated
+later pause; issue 17 item 2), and once it refuses (the day's reading reached the class's ceiling: the reserve,
+spec/transactional.md §2) the recipients not yet submitted are written ``throttled`` with the refusal in words, so the
+send aggregates ``throttled`` and comes round after its back-off: correspondence is then gated
 ``awaiting/provider_unavailable`` (not read by the sweep until the breaker allows it again, at the next
 UTC midnight), deferrable mail waits for the sweeper's ``may_send``. No request is made past the ceiling.
 

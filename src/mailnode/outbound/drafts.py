@@ -88,7 +88,8 @@ def vet_new(conn: Connection, *, org_id: str, author_id: str, mailbox_id: str,
         parse_id(in_reply_to_message_id, "msg", "in_reply_to_message_id")
         parent = conn.execute(select(messages.c.mailbox_id).where(messages.c.id == in_reply_to_message_id,
                                                                   messages.c.org_id == org_id)).first()
-        if parent is None or not may_reply_to(conn, org_id=org_id, author_id=author_id, parent_id=in_reply_to_message_id,
+        if parent is None or not may_reply_to(conn, org_id=org_id, author_id=author_id,
+                                              parent_id=in_reply_to_message_id,
                                               parent_mailbox_id=parent.mailbox_id, triggered_by=triggered_by):
             raise no_such_parent(in_reply_to_message_id)
         if drafted and in_reply_to_message_id in drafted:

@@ -6,10 +6,10 @@ repeats the request under the same key and gets the send the first request seale
 a ``Replay``) instead of sealing it twice; the key is stored on the manifest, unique per organisation and
 author (``uq_send_manifests_idempotency``), so two requests racing on one key seal once and the loser
 replays the winner. The same key with a different mail (``differing_fields``: another mailbox, class,
-recipient set or their display names, subject, text, HTML part, attachments or reply parent) is refused ``E_IDEMPOTENCY_KEY_REUSED`` (409,
-``detail.send_id`` the first send, ``detail.differs`` the fields), so a caller is never told that a mail
-it did not send was sent. ``check_key`` refuses, before anything is read or sealed, a key that is empty,
-longer than ``budgets.IDEMPOTENCY_KEY_MAX_CHARS``, or holds a control character
+recipient set or their display names, subject, text, HTML part, attachments or reply parent) is refused
+``E_IDEMPOTENCY_KEY_REUSED`` (409, ``detail.send_id`` the first send, ``detail.differs`` the fields), so a caller is
+never told that a mail it did not send was sent. ``check_key`` refuses, before anything is read or sealed, a key that is
+empty, longer than ``budgets.IDEMPOTENCY_KEY_MAX_CHARS``, or holds a control character
 (``E_IDEMPOTENCY_KEY_MALFORMED``, 422; PostgreSQL cannot store NUL), and a key in the node's own namespace
 (``mailnode:``, the keys its notices are sealed under) ``E_IDEMPOTENCY_KEY_RESERVED`` (422).
 """

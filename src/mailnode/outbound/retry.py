@@ -73,7 +73,8 @@ def ambiguous_count(conn: Connection, send_id: str) -> int:
 
 
 def cancel(conn: Connection, *, org_id: str, principal_id: str, at: datetime, send_id: str) -> str:
-    """Stop a ``held`` or ``awaiting`` send; returns the new state. Raises ``E_NO_SUCH_SEND``, ``E_SEND_NOT_STOPPABLE``."""
+    """Stop a ``held`` or ``awaiting`` send; returns the new state. Raises ``E_NO_SUCH_SEND``,
+    ``E_SEND_NOT_STOPPABLE``."""
     row = _proposable(conn, org_id, principal_id, send_id)
     stoppable = [s.value for s in STOPPABLE]
     done = conn.execute(update(send_manifests)
@@ -186,7 +187,8 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
                             fix="Ask someone who may send from the mailbox to resend it.", status=403)
     if not (reason or "").strip():
         raise invalid("E_RESEND_REASON_REQUIRED", "A resend needs a reason.", "The reason was empty.",
-                      "Send {\"mode\": \"resend-may-duplicate\", \"reason\": \"...\", \"accept_duplicate_risk\": true}.")
+                      "Send {\"mode\": \"resend-may-duplicate\", \"reason\": \"...\", "
+                      "\"accept_duplicate_risk\": true}.")
     if accept_duplicate_risk is not True:
         raise invalid("E_DUPLICATE_RISK_NOT_ACCEPTED", "The duplicate risk was not accepted.",
                       "A recipient may receive this message twice.",

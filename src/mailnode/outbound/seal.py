@@ -23,11 +23,12 @@ Order, each step refusing before anything is stored:
    required), the gates in their total order (``outbound.gates.decide``), then the conversation (the
    parent's, or a new one), the manifest (its id is the effect key; ``policy_outcome`` and
    ``policy_versions`` bound on it for the hand-over recheck), one recipient row per distinct address,
-   the Message-ID recorded for threading, the search document (``search.index``), ``send.sealed`` in the audit trail, and the retired draft when
-   sealing from one. In the same transaction: a send sealed ``awaiting/policy_approval_required`` gets its
-   approval request (``approval.requested``), and one sealed ``awaiting/breaker_*`` its
-   ``send.rate_limited`` (``at: seal``). A send sealed ``withheld`` writes no approval (spec/outbound.md
-   Part A 1), and a rate gate applies only over an otherwise-allowed send (it ranks last but ``allow``).
+   the Message-ID recorded for threading, the search document (``search.index``), ``send.sealed`` in the audit trail,
+   and the retired draft when sealing from one. In the same transaction: a send sealed
+   ``awaiting/policy_approval_required`` gets its approval request (``approval.requested``), and one sealed
+   ``awaiting/breaker_*`` its ``send.rate_limited`` (``at: seal``). A send sealed ``withheld`` writes no approval
+   (spec/outbound.md Part A 1), and a rate gate applies only over an otherwise-allowed send (it ranks last but
+   ``allow``).
 
 Governance's facts are read inside the writing transaction, so the approval plan, the pause and the
 breaker readings are the ones the manifest is written under.

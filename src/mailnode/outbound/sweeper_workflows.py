@@ -1,8 +1,9 @@
 """The sweeper's DBOS schedule: one pass every ``settings.sweeper_interval_seconds`` (default 10 minutes).
 
 ``server.apply_schedules`` registers ``scheduled_sweeper`` every ``sweeper_interval_seconds``
-(``schedules.interval_cron``). The pass runs as a recorded step, so a resumed workflow does not sweep twice for one tick; several processes sharing one
-PostgreSQL may run passes concurrently, which the sweeper's guarded writes and leases make safe.
+(``schedules.interval_cron``). The pass runs as a recorded step, so a resumed workflow does not sweep twice for one
+tick; several processes sharing one PostgreSQL may run passes concurrently, which the sweeper's guarded writes and
+leases make safe.
 """
 
 from __future__ import annotations

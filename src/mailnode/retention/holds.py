@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 from sqlalchemy import Connection, and_, or_, select
@@ -126,9 +126,11 @@ def parse_bound(value: object, field: str) -> datetime | None:
 
     | ``value`` | ``from_date`` | ``to_date`` |
     |---|---|---|
-    | a date alone (``2026-01-31``, any ISO 8601 date, or a ``date``) | that day 00:00:00 UTC | that day 23:59:59.999999 UTC (the whole day, inclusive) |
+    | a date alone (``2026-01-31`` or a ``date``) | that day 00:00:00 UTC | that day 23:59:59.999999 UTC |
     | a date-time with an offset | that instant, in UTC | that instant, in UTC |
     | a date-time without an offset | taken as UTC | taken as UTC |
+
+    A date alone is any ISO 8601 date; as ``to_date`` it takes in the whole day, inclusive.
 
     Raises ``E_HOLD_BOUND_UNREADABLE`` (422) for anything else (not a string, not ISO 8601, or outside the
     years 1..9999 once in UTC). ``field`` is ``from_date`` or ``to_date`` and says which end a date alone means.
@@ -150,10 +152,10 @@ def parse_bound(value: object, field: str) -> datetime | None:
             except ValueError:
                 parsed = None
     if day is not None:
-        return datetime.combine(day, time.max if field == "to_date" else time.min, tzinfo=timezone.utc)
+        return datetime.combine(day, time.max if field == "to_date" else time.min, tzinfo=UTC)
     if parsed is not None:
         try:
-            return utc(parsed) if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+            return utc(parsed) if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
         except OverflowError:
             pass
     raise invalid("E_HOLD_BOUND_UNREADABLE", f"{field} {str(value)[:40]!r} is not a date.",

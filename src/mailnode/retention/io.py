@@ -154,8 +154,8 @@ def enrol(conn: Connection, *, org_id: str, limit: int = budgets.RETENTION_ENROL
                         .order_by(m.id).limit(limit)).all()
     if rows:
         conn.execute(retained_content.insert(), [
-            dict(source_id=r.id, org_id=org_id, kind=retention.ContentKind.INBOUND_RAW.value, mailbox_id=r.mailbox_id,
-                 created_at=r.received_at, digests=[r.raw_sha256]) for r in rows])
+            {"source_id": r.id, "org_id": org_id, "kind": retention.ContentKind.INBOUND_RAW.value,
+             "mailbox_id": r.mailbox_id, "created_at": r.received_at, "digests": [r.raw_sha256]} for r in rows])
         added += len(rows)
     s = send_manifests.c
     sends = conn.execute(select(s.id, s.mailbox_id, s.sealed_at, s.body_typed_sha256, s.body_normalised_sha256,
@@ -164,10 +164,10 @@ def enrol(conn: Connection, *, org_id: str, limit: int = budgets.RETENTION_ENROL
                         .order_by(s.id).limit(limit)).all()
     if sends:
         conn.execute(retained_content.insert(), [
-            dict(source_id=r.id, org_id=org_id, kind=retention.ContentKind.SEALED_BODY.value, mailbox_id=r.mailbox_id,
-                 created_at=r.sealed_at,
-                 digests=sorted({d for d in (r.body_typed_sha256, r.body_normalised_sha256, r.rendered_sha256,
-                                             r.body_html_sha256) if d}))
+            {"source_id": r.id, "org_id": org_id, "kind": retention.ContentKind.SEALED_BODY.value,
+             "mailbox_id": r.mailbox_id, "created_at": r.sealed_at,
+             "digests": sorted({d for d in (r.body_typed_sha256, r.body_normalised_sha256, r.rendered_sha256,
+                                            r.body_html_sha256) if d})}
             for r in sends])
         added += len(sends)
     return added

@@ -16,8 +16,8 @@ the node, so its predicate is this pure function and nothing else decides it. In
 An unknown content kind is retained (fail closed toward keeping). Every setting is a strict integer of
 seconds, at most ``budgets.RETENTION_SECONDS_MAX`` (``setting_refusal``, ``check_changes``,
 ``RetentionSettings``); a stored value above it (written before the bound, or by hand) is clamped when
-it is read (``settings_from_stored``), so no age the sweep computes can overflow ``timedelta``. ``retain_until_write`` is the notice
-sweeper's half-window rewrite floor; ``retain_until_at_give_up`` the fresh grace period a give-up writes
+it is read (``settings_from_stored``), so no age the sweep computes can overflow ``timedelta``. ``retain_until_write``
+is the notice sweeper's half-window rewrite floor; ``retain_until_at_give_up`` the fresh grace period a give-up writes
 (seed 002, "the more important half"); ``hold_blocked_audit_due`` keeps ``hold.blocked`` to once per row
 per hold episode; ``page_deletions`` walks a scanned page past what is retained so a
 retained head never reads as an empty queue. ``read_refusal`` decides what a read of content answers once
@@ -97,8 +97,10 @@ def setting_refusal(name: str, value: object) -> MailnodeError | None:
     | ``value`` | answer |
     |---|---|
     | a ``bool``, a string, a float, anything not an ``int`` | ``E_RETENTION_SETTING_NOT_INTEGER`` (422) |
-    | an ``int`` above ``budgets.RETENTION_SECONDS_MAX`` | ``E_BUDGET_EXCEEDED`` (422; ``detail``: ``limit_name``, ``limit``, ``observed``, ``field``) |
+    | an ``int`` above ``budgets.RETENTION_SECONDS_MAX`` | ``E_BUDGET_EXCEEDED`` (422) |
     | any other ``int`` | None (positivity and the ceiling are ``RetentionSettings``' coherence check) |
+
+    ``E_BUDGET_EXCEEDED``'s ``detail`` holds ``limit_name``, ``limit``, ``observed`` and ``field``.
     """
     if isinstance(value, bool) or not isinstance(value, int):
         return invalid("E_RETENTION_SETTING_NOT_INTEGER",
@@ -195,8 +197,11 @@ def settings_from_stored(*, inbound_raw_seconds: int, sealed_body_seconds: int,
 
     | stored value | read as |
     |---|---|
-    | an ``int`` above ``budgets.RETENTION_SECONDS_MAX`` (e.g. 2**63-1 written on SQLite before the bound) | the maximum, named in ``clamped`` (keeping longer than any allowed setting: the direction that deletes nothing early) |
+    | an ``int`` above ``budgets.RETENTION_SECONDS_MAX`` | the maximum, named in ``clamped`` |
     | anything else | itself, checked by ``RetentionSettings`` (``E_RETENTION_INCOHERENT`` and the rest, as before) |
+
+    A value above the maximum (e.g. 2**63-1, written on SQLite before the bound) is read as the maximum: keeping
+    longer than any allowed setting is the direction that deletes nothing early.
     """
     stored = {"inbound_raw_seconds": inbound_raw_seconds, "sealed_body_seconds": sealed_body_seconds,
               "ceiling_seconds": ceiling_seconds}
@@ -532,10 +537,12 @@ def purge_ends_send(kind: str | None, state: str | None) -> bool:
 
     | kind | send state | answer |
     |---|---|---|
-    | ``sealed_body`` | not yet left (``NOT_YET_LEFT``: ``held``, ``awaiting``, ``throttled``) | True: no dispatch may meet a deleted body |
-    | ``sealed_body`` | ``outcome_unknown`` | False: it may have reached its recipients, so it is not "withheld"; it keeps its state and its retry offer becomes ``none/content_deleted`` |
+    | ``sealed_body`` | not yet left: ``NOT_YET_LEFT`` (held, awaiting, throttled) | True: no dispatch may meet it |
+    | ``sealed_body`` | ``outcome_unknown`` | False: it may have reached its recipients, so it is not "withheld" |
     | ``sealed_body`` | terminal, unknown, or no send row | False: nothing waits on it |
     | anything else | any | False |
+
+    A send left ``outcome_unknown`` keeps its state, and its retry offer becomes ``none/content_deleted``.
 
     spec/transactional.md §5.
     """

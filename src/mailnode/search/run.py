@@ -125,10 +125,10 @@ def _mailboxes(conn: Connection, org_id: str, readable: set[str], wanted: Sequen
 def search(conn: Connection, *, org_id: str, principal_id: str, query: SearchQuery, limit: int,
            cursor: int | None = None) -> tuple[list[dict[str, Any]], int | None]:
     """One page of results for ``query``, newest first, and the cursor of the next page (None when this one
-    is not full): the last result's index row id; the next page holds the rows indexed before it. Each result: ``kind`` (message | send), ``id``, ``mailbox_id``, ``conversation_id``,
-    ``case_id``, ``subject``, ``from``, ``to`` (list), ``snippet``, ``date`` (ISO 8601 UTC: received or
-    sealed), ``attachments``, ``automated`` and, for a send, its ``state`` now (null for a message).
-    Raises ``E_SEARCH_MAILBOX_UNKNOWN`` (422)."""
+    is not full): the last result's index row id; the next page holds the rows indexed before it. Each result: ``kind``
+    (message | send), ``id``, ``mailbox_id``, ``conversation_id``, ``case_id``, ``subject``, ``from``, ``to`` (list),
+    ``snippet``, ``date`` (ISO 8601 UTC: received or sealed), ``attachments``, ``automated`` and, for a send, its
+    ``state`` now (null for a message). Raises ``E_SEARCH_MAILBOX_UNKNOWN`` (422)."""
     readable = mailboxes_visible(conn, org_id, principal_id, ("mailbox.content.read",))
     scope = _mailboxes(conn, org_id, readable, query.mailboxes) if query.mailboxes else readable
     if not scope:

@@ -1,9 +1,9 @@
 """The run vocabulary: the states a Butler run is in, and the reasons the walk itself ends one with.
 
 Spec/butler.md §6.2. Closed vocabularies kept apart from the tables (``schema.butler_runs``, which reads
-them) because the walk (``butler.walk``) ends runs in these states and imports no database. The values are what ``butler_runs.state``
-and ``outcome_reason`` store and the API shows, so they never change. ``STATE_OF_REASON`` is total over
-``WalkReason`` (a test generated from the enum checks it). Pure: no I/O.
+them) because the walk (``butler.walk``) ends runs in these states and imports no database. The values are
+what ``butler_runs.state`` and ``outcome_reason`` store and the API shows, so they never change.
+``STATE_OF_REASON`` is total over ``WalkReason`` (a test generated from the enum checks it). Pure: no I/O.
 """
 
 from __future__ import annotations

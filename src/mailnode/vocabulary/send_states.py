@@ -112,7 +112,8 @@ REASON_WORDS: dict[StateReason, str] = {
     StateReason.BREAKER_VOLUME: "Too many recipients were handed over in the last hour; the send waits for the window.",
     StateReason.BREAKER_BOUNCE_RATE: "Too many recent sends bounced; the send waits until the rate falls.",
     StateReason.BREAKER_COMPLAINT_RATE: "Too many recent sends drew complaints; the send waits until the rate falls.",
-    StateReason.POLICY_DENIED: "A policy forbids this send; it will not leave. Compose a new one if the policy changes.",
+    StateReason.POLICY_DENIED: ("A policy forbids this send; it will not leave. "
+                                "Compose a new one if the policy changes."),
     StateReason.APPROVAL_UNSATISFIABLE: "The approval this send needs cannot be given by anyone; it will not leave.",
     StateReason.APPROVAL_DENIED: "An approver refused this send; it will not leave.",
     StateReason.DOMAIN_PAUSED: "Sending from this domain is paused by the administrators; it will not leave.",

@@ -112,8 +112,9 @@ def composer(request: Request, person: PersonDep, mode: str = "reply", message: 
             collision = presence.read_collision(conn, org_id=person.principal.org_id,
                                                 principal_id=person.principal.principal_id,
                                                 conversation_id=conversation, at=node.clock.now())
-    return page(request, "conversation/composer.html", collision=collision, mode=m, heading=MODES[m], filled=filled, original=original,
-                message_id=message, conversation_id=conversation, draft=draft, idempotency_key="composer-" + secrets.token_urlsafe(18),
+    return page(request, "conversation/composer.html", collision=collision, mode=m, heading=MODES[m], filled=filled,
+                original=original, message_id=message, conversation_id=conversation, draft=draft,
+                idempotency_key="composer-" + secrets.token_urlsafe(18),
                 autosave_seconds=budgets.COMPOSER_AUTOSAVE_SECONDS,
                 heartbeat_seconds=budgets.COMPOSER_PRESENCE_HEARTBEAT_SECONDS)
 

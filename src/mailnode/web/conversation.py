@@ -40,7 +40,8 @@ router = APIRouter(include_in_schema=False)
 
 #: The CSP of a message's HTML frame: nothing runs (``sandbox`` without ``allow-scripts``), no form posts,
 #: images only from the node (``cid:`` parts) or ``data:``, the message's own inline styles, and only the
-#: node's own pages may frame it; a link opens in a new tab, outside the sandbox (it runs nothing here). ``REMOTE_IMAGES_SOURCES`` is added when the reader asked for images.
+#: node's own pages may frame it; a link opens in a new tab, outside the sandbox (it runs nothing here).
+#: ``REMOTE_IMAGES_SOURCES`` is added when the reader asked for images.
 FRAME_CSP = ("default-src 'none'; img-src 'self' data:{remote}; style-src 'unsafe-inline'; "
              "frame-ancestors 'self'; form-action 'none'; base-uri 'none'; sandbox allow-popups "
              "allow-popups-to-escape-sandbox")

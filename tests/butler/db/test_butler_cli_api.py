@@ -96,7 +96,8 @@ def test_create_draft_publish_and_list_through_a_served_node(served: dict[str, s
     assert _run(served, "draft", bid, str(first)).exit_code == 0
     again = _run(served, "publish", bid)
     assert again.exit_code == 1 and again.stdout == ""
-    assert again.stderr.startswith("E_BUTLER_UNCHANGED  ") and "\n  why  " in again.stderr and "\n  fix  " in again.stderr
+    assert again.stderr.startswith("E_BUTLER_UNCHANGED  ")
+    assert "\n  why  " in again.stderr and "\n  fix  " in again.stderr
 
     drafted = _run(served, "draft", bid, str(second))
     assert drafted.exit_code == 0 and drafted.stdout.startswith(f"drafted  Quiet  {bid}"), drafted.output

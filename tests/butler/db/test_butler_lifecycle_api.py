@@ -62,7 +62,7 @@ def test_publish_refuse_the_same_program_then_supersede_with_a_new_version(api: 
         (bid, people.admin_id, second, 2, first, people.admin_id)]
     assert published[0]["detail"]["trigger"] == {"event": "mail.received", "mailbox": "support@example.test"}
     drafted = audit_of(api, people, "butler.drafted")
-    assert [e["detail"]["version_id"] for e in drafted][0] == first and len(drafted) == 3
+    assert next(e["detail"]["version_id"] for e in drafted) == first and len(drafted) == 3
     assert api.post("/api/audit/verify", headers=people.admin).json()["verification"]["intact"]
 
 
@@ -84,7 +84,8 @@ def test_a_program_that_does_not_check_is_refused_with_every_finding(api: Any, p
     r = api.post("/api/butlers", json={"name": "Bad", "source": json.dumps(bad)}, headers=people.admin)
     assert r.status_code == 422 and r.json()["error"] == "E_BUTLER_DOES_NOT_CHECK", r.text
     codes = [f["code"] for f in r.json()["detail"]["findings"]]
-    assert codes == [f.code for f in check(json.dumps(bad), pot=budgets.BUTLER_RUN_POT_STATEMENTS).findings] and len(codes) >= 2
+    assert codes == [f.code for f in check(json.dumps(bad), pot=budgets.BUTLER_RUN_POT_STATEMENTS).findings]
+    assert len(codes) >= 2
     assert "E_BUTLER_NODE_UNKNOWN_PARAMETER" in codes and "E_BUTLER_EDGE_DANGLING" in codes
     assert all(f["what"] and f["why"] and f["fix"] for f in r.json()["detail"]["findings"])
     assert api.get("/api/butlers", headers=people.admin).json()["butlers"] == []
@@ -133,7 +134,8 @@ def test_names_are_needed_trimmed_bounded_and_unique(api: Any, people: People) -
     assert blank.status_code == 422 and blank.json()["error"] == "E_BUTLER_NEEDS_A_NAME"
     long = api.post("/api/butlers", json={"name": "x" * (budgets.BUTLER_NAME_MAX_CHARS + 1), "source": program()},
                     headers=people.admin)
-    assert long.json()["error"] == "E_BUDGET_EXCEEDED" and long.json()["detail"]["limit_name"] == "BUTLER_NAME_MAX_CHARS"
+    assert long.json()["error"] == "E_BUDGET_EXCEEDED"
+    assert long.json()["detail"]["limit_name"] == "BUTLER_NAME_MAX_CHARS"
     made = _create(api, people, name="  Quiet ")
     assert made["name"] == "Quiet"
     taken = api.post("/api/butlers", json={"name": "Quiet", "source": program()}, headers=people.admin)
@@ -214,7 +216,8 @@ def test_a_publication_decided_on_stale_facts_is_refused_as_raced(api: Any, peop
     node = api.app.state.node
     with node.read() as conn:
         draft = conn.execute(select(butler_versions).where(butler_versions.c.id == made["draft"]["id"])).one()
-    stale = lifecycle.decide_publication(bid, lifecycle._stored(draft), lifecycle.checked(draft.source_text, node.settings.butler_run_pot), None, 0)
+    stale = lifecycle.decide_publication(bid, lifecycle._stored(draft),
+                                         lifecycle.checked(draft.source_text, node.settings.butler_run_pot), None, 0)
     # Another administrator replaces the draft between the decision and the write.
     api.put(f"/api/butlers/{bid}/draft", json={"source": program("newer")}, headers=people.admin)
     with pytest.raises(lifecycle.MailnodeError) as raised, node.begin() as conn:

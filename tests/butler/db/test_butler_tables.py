@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from tests.conftest import BACKEND, PG_URL
 
 from .conftest import program
 
-AT = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 V = butler_versions.c
 
 
@@ -42,10 +42,11 @@ def _version(conn: Connection, bid: str, state: str, version: int | None = None,
     org = conn.execute(select(butlers.c.org_id).where(butlers.c.id == bid)).scalar_one()
     vid = new_id("btv")
     published = state != "draft"
-    row = dict(id=vid, org_id=org, butler_id=bid, state=state, version=version, source_text=program(),
-               ast_json="{}", ast_sha256="a" * 64, source_sha256="b" * 64, price=0, created_by="usr_x",
-               created_at=AT, published_by="usr_x" if published else None, published_at=AT if published else None,
-               superseded_at=AT + timedelta(hours=1) if state == "superseded" else None)
+    row = {"id": vid, "org_id": org, "butler_id": bid, "state": state, "version": version, "source_text": program(),
+           "ast_json": "{}", "ast_sha256": "a" * 64, "source_sha256": "b" * 64, "price": 0, "created_by": "usr_x",
+           "created_at": AT, "published_by": "usr_x" if published else None,
+           "published_at": AT if published else None,
+           "superseded_at": AT + timedelta(hours=1) if state == "superseded" else None}
     row.update(extra)
     conn.execute(insert(butler_versions).values(**row))
     return vid

@@ -22,7 +22,8 @@ def test_a_retried_effect_step_returns_its_record_and_writes_nothing(world: Worl
     facts = run.trigger_facts
     ctx = {"run_id": run.id, "org_id": world.installed.org_id, "butler_id": bid,
            "sponsor_id": world.installed.user_id,
-           "ceiling": Ceiling.from_capabilities([{"action": "send.propose", "resource": f"mailbox:{MAILBOX}"}]).to_json()}
+           "ceiling": Ceiling.from_capabilities(
+               [{"action": "send.propose", "resource": f"mailbox:{MAILBOX}"}]).to_json()}
     call = EffectCall(seq=1, step="reply#1", node_id="reply", node_type="draft",
                       params={"mailbox_id": facts["mailbox_id"], "subject": "Re", "body": "Thanks.",
                               "in_reply_to_message_id": mid, "recipient": facts["return_path"]})

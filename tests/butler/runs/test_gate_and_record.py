@@ -163,7 +163,8 @@ def test_a_late_release_still_leaves_a_full_hold_window_to_cancel_in(world: Worl
     r = world.api.post(f"/api/sends/{send_id}/release", headers=world.admin)
     assert r.status_code == 200, r.text
     with world.node.read() as conn:
-        release_at = conn.execute(select(send_manifests.c.release_at).where(send_manifests.c.id == send_id)).scalar_one()
+        release_at = conn.execute(select(send_manifests.c.release_at)
+                                  .where(send_manifests.c.id == send_id)).scalar_one()
     assert release_at == released_at + timedelta(seconds=budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS)
     # Inside that window the person can still take it back.
     assert world.api.post(f"/api/sends/{send_id}/cancel", headers=world.admin).status_code == 200

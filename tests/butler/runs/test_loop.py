@@ -131,8 +131,8 @@ def test_the_pause_is_checked_where_reads_already_happen_and_adds_no_statement(w
     count, opened = _measure_trigger(world, mid)
     assert (count, opened) == (3, [f"{vid}-{mid}"])
     with world.node.begin() as conn:
-        placed = pause.place(conn, org_id=world.installed.org_id, butler_id=bid, name="b", figure=pause.reading(3, [bid]),
-                             message_id=mid, at=world.node.clock.now())
+        placed = pause.place(conn, org_id=world.installed.org_id, butler_id=bid, name="b",
+                             figure=pause.reading(3, [bid]), message_id=mid, at=world.node.clock.now())
     assert placed is not None
     count, opened = _measure_trigger(world, mid)
     assert (count, opened) == (2 + budgets.BUTLER_PAUSE_CHECK_ADDED_STATEMENTS, [])

@@ -37,7 +37,8 @@ def test_an_unknown_send_state_stands() -> None:
 
 def test_content_identity_collapses_case_order_and_duplicates_only() -> None:
     a = replay_rule.content_identity("mbx_1", ["B@x.test", "a@x.test"], [], [], "Re: hi", "msg_1", "h")
-    assert a == replay_rule.content_identity("mbx_1", ["a@x.test", "b@x.test", "A@x.test"], [], [], "Re: hi", "msg_1", "h")
+    assert a == replay_rule.content_identity("mbx_1", ["a@x.test", "b@x.test", "A@x.test"], [], [], "Re: hi",
+                                             "msg_1", "h")
     assert a != replay_rule.content_identity("mbx_1", ["a@x.test", "b@x.test"], [], [], "Re: hi!", "msg_1", "h")
     assert a != replay_rule.content_identity("mbx_1", ["a@x.test", "b@x.test"], [], [], "Re: hi", "msg_1", "h2")
 

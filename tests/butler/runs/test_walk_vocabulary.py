@@ -99,7 +99,8 @@ def test_the_walk_and_its_vocabulary_import_neither_dbos_nor_the_database() -> N
     # The dry run shares the walk because the walk touches no storage: its states live outside the run
     # tables (schema.butler_runs).
     code = ("import sys, mailnode.butler.walk; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('dbos', 'sqlalchemy') or m.startswith('mailnode.db')]; "
+            "bad = [m for m in sys.modules "
+            "if m.split('.')[0] in ('dbos', 'sqlalchemy') or m.startswith('mailnode.db')]; "
             "print(bad[:5]); sys.exit(1 if bad else 0)")
     src = str(Path(mailnode.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}

@@ -131,7 +131,8 @@ def test_cancelling_a_send_settles_its_pending_approval(org: Org) -> None:
     b = org.person("bea@example.test", ("approval.decide", org.i.mailbox_id))
     org.publish("one approver", "require_approval")
     sent = org.seal()
-    assert [a["id"] for a in org.api.get("/api/approvals", headers=b.headers).json()["approvals"]] == [sent["approval_id"]]
+    pending = org.api.get("/api/approvals", headers=b.headers).json()["approvals"]
+    assert [a["id"] for a in pending] == [sent["approval_id"]]
     r = org.api.post(f"/api/sends/{sent['id']}/cancel", headers=org.admin.headers)
     assert r.status_code == 200 and r.json()["send"]["state"] == "cancelled"
     with org.node.read() as conn:

@@ -51,7 +51,8 @@ cpu = time.process_time() - cpu_before
 growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
 with node.read() as conn:
     row = conn.execute(select(messages).where(messages.c.id == done.message_id)).one()
-print(json.dumps({"text_body_type": row.text_body_type, "text_head": (row.text_body or "")[:40], "cpu_s": cpu, "growth_mib": growth, "subject_chars": len(row.subject or ""),
+print(json.dumps({"text_body_type": row.text_body_type, "text_head": (row.text_body or "")[:40], "cpu_s": cpu,
+                  "growth_mib": growth, "subject_chars": len(row.subject or ""),
                   "subject_head": (row.subject or "")[:40], "parse_error": row.parse_error,
                   "conversation_id": row.conversation_id, "case_id": row.case_id, "headers": len(row.headers),
                   "raw_same": node.evidence.get(row.raw_sha256) == raw}))

@@ -73,7 +73,8 @@ def test_a_receipt_whose_materialisation_raises_is_quarantined_shown_and_redrive
     msgs = api.get(f"/api/mailboxes/{installed.mailbox_id}/messages", headers=H(installed.token)).json()["messages"]
     assert [m["subject"] for m in msgs] == ["set aside"]
     with node.read() as conn:
-        entries = conn.execute(select(audit.audit_entries).where(audit.audit_entries.c.action == "receipt.redrive")).all()
+        entries = conn.execute(select(audit.audit_entries)
+                               .where(audit.audit_entries.c.action == "receipt.redrive")).all()
     assert [(e.subject, e.actor_id) for e in entries] == [(rid, installed.user_id)]
 
 
@@ -174,7 +175,8 @@ def test_a_restart_after_a_quarantine_starts_cleanly_and_does_not_parse_it_again
         assert b"materialise.quarantined" not in second_log and b"Traceback" not in second_log
         redriven = served.call("POST", f"/api/receipts/{rid}/redrive")
         assert redriven["started"] is True
-        msgs = _wait(lambda: served.call("GET", f"/api/mailboxes/{served.installed['mailbox_id']}/messages")["messages"])
+        msgs = _wait(lambda: served.call("GET",
+                                         f"/api/mailboxes/{served.installed['mailbox_id']}/messages")["messages"])
         assert [m["subject"] for m in msgs] == ["set aside"]
         assert served.call("GET", "/api/receipts")["receipts"] == []
     finally:

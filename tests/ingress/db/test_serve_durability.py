@@ -52,7 +52,8 @@ def test_serve_takes_smtp_and_answers_the_api_then_stops_on_sigterm(served: Any)
 
 def test_kill_after_250_before_materialisation_then_restart_materialises_once(served: Any) -> None:
     served.start(MAILNODE_FAULT_MATERIALISE_DELAY_SECONDS="30")
-    raw = b"From: a@remote.test\r\nTo: support@example.test\r\nSubject: survive\r\nMessage-ID: <k1@remote.test>\r\n\r\nhi\r\n"
+    raw = (b"From: a@remote.test\r\nTo: support@example.test\r\nSubject: survive\r\n"
+           b"Message-ID: <k1@remote.test>\r\n\r\nhi\r\n")
     with smtplib.SMTP("127.0.0.1", served.smtp) as c:
         c.sendmail("a@remote.test", ["support@example.test"], raw)  # 250: the receipt is committed
     assert _messages(served) == []  # not materialised yet: the step is waiting

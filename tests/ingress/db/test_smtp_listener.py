@@ -16,7 +16,7 @@ from mailnode.mail import cases as cases_mod
 from mailnode.schema.ingress import ingress_receipts
 from tests.corpus import CORPUS
 
-H = lambda token: {"Authorization": f"Bearer {token}"}  # noqa: E731
+H = lambda token: {"Authorization": f"Bearer {token}"}
 
 
 def send(listener: Any, raw: bytes, mail_from: str, rcpts: list[str]) -> Any:
@@ -126,8 +126,8 @@ def test_unknown_recipient_and_oversized_mail_are_refused_and_leave_no_row(node:
     raw = b"From: a@remote.test\r\nTo: nobody@example.test\r\nSubject: x\r\n\r\nhi\r\n"
     with pytest.raises(smtplib.SMTPRecipientsRefused) as refused:
         send(listener, raw, "a@remote.test", ["nobody@example.test"])
-    assert list(refused.value.recipients.values())[0][0] == 550
-    assert b"5.1.1" in list(refused.value.recipients.values())[0][1]
+    assert next(iter(refused.value.recipients.values()))[0] == 550
+    assert b"5.1.1" in next(iter(refused.value.recipients.values()))[1]
     with pytest.raises(smtplib.SMTPRecipientsRefused):
         send(listener, raw, "a@remote.test", ["bounces+srp_01HZZZZZZZZZZZZZZZZZZZZZZZ@example.test"])
     from mailnode import budgets
@@ -141,7 +141,8 @@ def test_unknown_recipient_and_oversized_mail_are_refused_and_leave_no_row(node:
 
 def test_long_lines_are_accepted_and_the_null_reverse_path_is_kept(api: Any, node: Any, installed: Any,
                                                                   listener: Any) -> None:
-    raw = b"From: MAILER-DAEMON@remote.test\r\nTo: support@example.test\r\nSubject: long\r\n\r\n" + b"y" * 5000 + b"\r\n"
+    raw = (b"From: MAILER-DAEMON@remote.test\r\nTo: support@example.test\r\nSubject: long\r\n\r\n"
+           + b"y" * 5000 + b"\r\n")
     send(listener, raw, "", ["support@example.test"])
     msg = api.get(f"/api/mailboxes/{installed.mailbox_id}/messages", headers=H(installed.token)).json()["messages"][0]
     assert msg["envelope_from"] == "" and msg["automated"] == "null_sender"
@@ -184,7 +185,8 @@ def test_every_corpus_message_arrives_over_smtp_byte_for_byte(api: Any, node: An
     listed: list[dict[str, Any]] = []
     cursor = None
     while True:
-        page = api.get(f"/api/mailboxes/{installed.mailbox_id}/messages?limit=500" + (f"&cursor={cursor}" if cursor else ""),
+        page = api.get(f"/api/mailboxes/{installed.mailbox_id}/messages?limit=500"
+                       + (f"&cursor={cursor}" if cursor else ""),
                        headers=H(installed.token)).json()
         listed += page["messages"]
         cursor = page["next_cursor"]
@@ -207,7 +209,8 @@ def test_header_values_come_back_as_data(api: Any, installed: Any, listener: Any
     raw = (b"From: a@remote.test\r\nTo: support@example.test\r\n"
            b"Subject: =?utf-8?q?hello=0D=0ABcc:_victim@remote.test?=\r\n\r\nhi\r\n")
     send(listener, raw, "a@remote.test", ["support@example.test"])
-    mid = api.get(f"/api/mailboxes/{installed.mailbox_id}/messages", headers=H(installed.token)).json()["messages"][0]["id"]
+    mid = api.get(f"/api/mailboxes/{installed.mailbox_id}/messages",
+                  headers=H(installed.token)).json()["messages"][0]["id"]
     r = api.get(f"/api/messages/{mid}", headers=H(installed.token))
     assert r.headers["content-type"] == "application/json"
     assert "bcc" not in {k.lower() for k in r.headers}

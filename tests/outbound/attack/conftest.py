@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import bearer
 from tests.outbound.resend.conftest import Org, clock, emulator, org, settings
 
-__all__ = ["Org", "clock", "emulator", "org", "settings", "app_token", "mail_body"]
+__all__ = ["Org", "app_token", "clock", "emulator", "mail_body", "org", "settings"]
 
 
 def mail_body(org: Org, cls: str = "realtime", key: str = "k-1", **fields: Any) -> dict[str, Any]:

@@ -89,7 +89,8 @@ def test_a_reply_is_handed_over_bounced_through_ingress_and_answered(
 
     # A DSN to the VERP address of one recipient row marks that recipient bounced.
     customer = by_addr["Customer@remote.test"]
-    deliver(listener, dsn("customer@remote.test", "unrelated@elsewhere.test", f"bounces+{customer['id'].lower()}@example.test"),
+    deliver(listener,
+            dsn("customer@remote.test", "unrelated@elsewhere.test", f"bounces+{customer['id'].lower()}@example.test"),
             "", [f"bounces+{customer['id'].lower()}@example.test"])
     # A DSN carrying only the original Message-ID (to the mailbox, not the VERP address) is attributed too.
     deliver(listener, dsn("cc@remote.test", sealed["rfc_message_id"], "support@example.test"), "",
@@ -155,20 +156,24 @@ def test_bad_input_is_refused_before_anything_is_stored(api: Any, node: Any, ins
 def test_authority_sender_and_parent_refusals(api: Any, node: Any, installed: Any) -> None:
     admin = H(installed.token)
     bob = api.post("/api/users", json={"email": "bob@example.test"}, headers=admin).json()["user"]["id"]
-    bob_token = api.post("/api/tokens", json={"label": "pipeline"}, headers=admin)  # the admin's own token; mint bob's locally
+    # The admin's own token; bob's is minted locally below.
+    bob_token = api.post("/api/tokens", json={"label": "pipeline"}, headers=admin)
     assert bob_token.status_code == 201
     from mailnode.directory.tokens import create_token
 
     with node.begin() as conn:
-        _, token = create_token(conn, org_id=installed.org_id, principal_id=bob, at=node.clock.now(), actor_id=None, label="test")
+        _, token = create_token(conn, org_id=installed.org_id, principal_id=bob, at=node.clock.now(), actor_id=None,
+                                label="test")
     body = {"mailbox_id": installed.mailbox_id, "to": ["ann@remote.test"], "subject": "Hi", "body": "x"}
     r = api.post("/api/sends", json=body, headers=H(token))
     assert (r.status_code, r.json()["error"]) == (404, "E_MAY_NOT_SEND_AS_MAILBOX")
     api.post("/api/access", json={"subject_id": bob, "relation": "send.propose", "object_id": installed.mailbox_id},
              headers=admin)
-    r = api.post("/api/sends", json={**body, "in_reply_to_message_id": "msg_01HZZZZZZZZZZZZZZZZZZZZZZZ"}, headers=H(token))
+    r = api.post("/api/sends", json={**body, "in_reply_to_message_id": "msg_01HZZZZZZZZZZZZZZZZZZZZZZZ"},
+                 headers=H(token))
     assert (r.status_code, r.json()["error"]) == (404, "E_NO_SUCH_PARENT")
-    api.patch(f"/api/mailboxes/{installed.mailbox_id}", json={"addresses": ["support@example.test", "help@example.test"]},
+    api.patch(f"/api/mailboxes/{installed.mailbox_id}",
+              json={"addresses": ["support@example.test", "help@example.test"]},
               headers=admin)
     r = api.post("/api/sends", json=body, headers=H(token))
     assert (r.status_code, r.json()["error"]) == (409, "E_SENDER_AMBIGUOUS")
@@ -258,7 +263,8 @@ def test_throttled_then_retry_effect_and_cancel(api: Any, node: Any, installed: 
             return None
 
     send_id = api.post("/api/sends", json={"mailbox_id": installed.mailbox_id, "to": ["ann@remote.test"],
-                                           "subject": "Hi", "body": "x"}, headers=H(installed.token)).json()["send"]["id"]
+                                           "subject": "Hi", "body": "x"},
+                       headers=H(installed.token)).json()["send"]["id"]
     assert [r.state for r in dispatch.sweep(node, transport=Busy()).results] == ["throttled"]  # type: ignore[arg-type]
     # Backed off: not movable until release_at.
     assert dispatch.sweep(node, transport=Busy()).results == []  # type: ignore[arg-type]
@@ -299,7 +305,8 @@ def test_drafts_one_per_parent_author_only_and_sealed_from(api: Any, node: Any, 
     from mailnode.directory.tokens import create_token
 
     with node.begin() as conn:
-        _, token = create_token(conn, org_id=installed.org_id, principal_id=bob, at=node.clock.now(), actor_id=None, label="test")
+        _, token = create_token(conn, org_id=installed.org_id, principal_id=bob, at=node.clock.now(), actor_id=None,
+                                label="test")
     assert api.get(f"/api/drafts/{draft_id}", headers=H(token)).json()["error"] == "E_NO_SUCH_DRAFT"
     assert api.post("/api/drafts", json=d, headers=H(token)).json()["error"] == "E_MAY_NOT_SEND_AS_MAILBOX"
     assert api.get("/api/drafts", headers=H(token)).json()["drafts"] == []

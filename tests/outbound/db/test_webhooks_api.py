@@ -67,7 +67,8 @@ def test_each_corpus_payload_maps_and_is_attributed(api: Any, node: Any, install
     for forged in (json.dumps(payload).encode(),):
         r = api.post("/api/webhooks/resend", content=forged, headers=signed(body, msg_id))
         assert (r.status_code, r.json()["error"]) == (401, "E_WEBHOOK_SIGNATURE_INVALID")
-    r = api.post("/api/webhooks/resend", content=body, headers=signed(body, msg_id, at=datetime.now(UTC) - timedelta(minutes=10)))
+    r = api.post("/api/webhooks/resend", content=body,
+                 headers=signed(body, msg_id, at=datetime.now(UTC) - timedelta(minutes=10)))
     assert r.status_code == 401
     r = api.post("/api/webhooks/resend", content=body, headers=signed(body, msg_id, secret=OTHER))
     assert r.status_code == 401

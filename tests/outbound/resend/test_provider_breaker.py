@@ -36,9 +36,8 @@ def test_a_reading_of_94_blocks_realtime_on_the_reserve_while_deferrable_still_s
     assert org.send(first.id).state == "handed_over"
     assert org.status().daily_used == 94
     before = org.requests()
-    with caplog.at_level(logging.ERROR, logger="mailnode.provider"):
-        with pytest.raises(Exception) as refused:
-            _realtime(org)
+    with caplog.at_level(logging.ERROR, logger="mailnode.provider"), pytest.raises(Exception) as refused:
+        _realtime(org)
     assert getattr(refused.value, "code", None) == "E_SEND_UNAVAILABLE"
     assert getattr(refused.value, "status", None) == 503
     assert org.requests() == before, "a refused realtime send costs no provider request"

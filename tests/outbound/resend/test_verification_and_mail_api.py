@@ -155,7 +155,7 @@ def test_provider_status_and_metrics(api: Any, org: Org) -> None:
     h = bearer(org.installed.token)
     r = api.get("/api/provider-status", headers=h)
     assert r.status_code == 200, r.text
-    resend = [p for p in r.json()["providers"] if p["transport"] == "resend"][0]
+    resend = next(p for p in r.json()["providers"] if p["transport"] == "resend")
     assert resend["state"] == "open" and resend["daily_used"] == 85 and resend["quota_percent"] == 85.0
     m = api.get("/metrics", headers=h)
     assert m.status_code == 200

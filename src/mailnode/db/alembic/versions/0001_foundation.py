@@ -12,7 +12,6 @@ from alembic import op
 
 import mailnode.db.meta
 
-
 revision = '0001_foundation'
 down_revision = None
 branch_labels = None
@@ -90,10 +89,12 @@ def upgrade() -> None:
     sa.Column('created_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_relationship_tuples_org_id_organisations')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_relationship_tuples')),
-    sa.UniqueConstraint('org_id', 'subject_id', 'object_type', 'relation', 'object_id', name=op.f('uq_relationship_tuples_org_id_subject_id_object_type_relation_object_id'))
+    sa.UniqueConstraint('org_id', 'subject_id', 'object_type', 'relation', 'object_id',
+                        name=op.f('uq_relationship_tuples_org_id_subject_id_object_type_relation_object_id'))
     )
     with op.batch_alter_table('relationship_tuples', schema=None) as batch_op:
-        batch_op.create_index('ix_relationship_tuples_object', ['org_id', 'object_type', 'object_id', 'relation'], unique=False)
+        batch_op.create_index('ix_relationship_tuples_object', ['org_id', 'object_type', 'object_id', 'relation'],
+                              unique=False)
 
     op.create_table('teams',
     sa.Column('id', sa.String(length=40), nullable=False),

@@ -12,7 +12,6 @@ from alembic import op
 
 import mailnode.db.meta
 
-
 revision = '0002_mail'
 down_revision = '0001_foundation'
 branch_labels = None
@@ -44,11 +43,13 @@ def upgrade() -> None:
     sa.Column('message_id', sa.String(length=40), nullable=True),
     sa.Column('received_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
     sa.Column('detail', mailnode.db.meta.JSONText(), nullable=True),
-    sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_send_recipient_events_org_id_organisations')),
+    sa.ForeignKeyConstraint(['org_id'], ['organisations.id'],
+                            name=op.f('fk_send_recipient_events_org_id_organisations')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_send_recipient_events'))
     )
     with op.batch_alter_table('send_recipient_events', schema=None) as batch_op:
-        batch_op.create_index('ix_send_recipient_events_attributed', ['org_id', 'event_type', 'received_at'], unique=False)
+        batch_op.create_index('ix_send_recipient_events_attributed', ['org_id', 'event_type', 'received_at'],
+                              unique=False)
         batch_op.create_index('ix_send_recipient_events_manifest', ['manifest_id'], unique=False)
         batch_op.create_index('uq_send_recipient_events_source', ['source', 'source_event_id'], unique=True)
 
@@ -63,14 +64,16 @@ def upgrade() -> None:
     sa.Column('opened_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
     sa.Column('closed_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=True),
     sa.Column('closed_by', sa.String(length=40), nullable=True),
-    sa.ForeignKeyConstraint(['conversation_id'], ['conversations.id'], name=op.f('fk_cases_conversation_id_conversations')),
+    sa.ForeignKeyConstraint(['conversation_id'], ['conversations.id'],
+                            name=op.f('fk_cases_conversation_id_conversations')),
     sa.ForeignKeyConstraint(['mailbox_id'], ['mailboxes.id'], name=op.f('fk_cases_mailbox_id_mailboxes')),
     sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_cases_org_id_organisations')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_cases'))
     )
     with op.batch_alter_table('cases', schema=None) as batch_op:
         batch_op.create_index('ix_cases_mailbox_state', ['mailbox_id', 'state', 'id'], unique=False)
-        batch_op.create_index('uq_cases_open_per_conversation_mailbox', ['conversation_id', 'mailbox_id'], unique=True, sqlite_where=sa.text("state = 'open'"), postgresql_where=sa.text("state = 'open'"))
+        batch_op.create_index('uq_cases_open_per_conversation_mailbox', ['conversation_id', 'mailbox_id'], unique=True,
+                              sqlite_where=sa.text("state = 'open'"), postgresql_where=sa.text("state = 'open'"))
 
     op.create_table('ingress_receipts',
     sa.Column('id', sa.String(length=40), nullable=False),
@@ -100,7 +103,8 @@ def upgrade() -> None:
     sa.Column('conversation_id', sa.String(length=40), nullable=False),
     sa.Column('source_id', sa.String(length=40), nullable=False),
     sa.Column('created_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['conversation_id'], ['conversations.id'], name=op.f('fk_message_ids_conversation_id_conversations')),
+    sa.ForeignKeyConstraint(['conversation_id'], ['conversations.id'],
+                            name=op.f('fk_message_ids_conversation_id_conversations')),
     sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_message_ids_org_id_organisations')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_message_ids'))
     )
@@ -148,7 +152,9 @@ def upgrade() -> None:
     with op.batch_alter_table('send_manifests', schema=None) as batch_op:
         batch_op.create_index('ix_send_manifests_due', ['state', 'release_at'], unique=False)
         batch_op.create_index('ix_send_manifests_mailbox', ['mailbox_id', 'id'], unique=False)
-        batch_op.create_index('uq_send_manifests_idempotency', ['org_id', 'author_id', 'idempotency_key'], unique=True, sqlite_where=sa.text('idempotency_key IS NOT NULL'), postgresql_where=sa.text('idempotency_key IS NOT NULL'))
+        batch_op.create_index('uq_send_manifests_idempotency', ['org_id', 'author_id', 'idempotency_key'], unique=True,
+                              sqlite_where=sa.text('idempotency_key IS NOT NULL'),
+                              postgresql_where=sa.text('idempotency_key IS NOT NULL'))
 
     op.create_table('messages',
     sa.Column('id', sa.String(length=40), nullable=False),
@@ -181,10 +187,12 @@ def upgrade() -> None:
     sa.Column('text_body', sa.Text(), nullable=True),
     sa.Column('raw_sha256', sa.String(length=64), nullable=False),
     sa.Column('size_bytes', sa.Integer(), nullable=False),
-    sa.ForeignKeyConstraint(['conversation_id'], ['conversations.id'], name=op.f('fk_messages_conversation_id_conversations')),
+    sa.ForeignKeyConstraint(['conversation_id'], ['conversations.id'],
+                            name=op.f('fk_messages_conversation_id_conversations')),
     sa.ForeignKeyConstraint(['mailbox_id'], ['mailboxes.id'], name=op.f('fk_messages_mailbox_id_mailboxes')),
     sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_messages_org_id_organisations')),
-    sa.ForeignKeyConstraint(['receipt_id'], ['ingress_receipts.id'], name=op.f('fk_messages_receipt_id_ingress_receipts')),
+    sa.ForeignKeyConstraint(['receipt_id'], ['ingress_receipts.id'],
+                            name=op.f('fk_messages_receipt_id_ingress_receipts')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_messages')),
     sa.UniqueConstraint('receipt_id', name=op.f('uq_messages_receipt_id'))
     )
@@ -209,12 +217,14 @@ def upgrade() -> None:
     sa.Column('provider_message_id', sa.Text(), nullable=True),
     sa.Column('attempts', sa.Integer(), server_default='0', nullable=False),
     sa.Column('created_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['manifest_id'], ['send_manifests.id'], name=op.f('fk_send_recipients_manifest_id_send_manifests')),
+    sa.ForeignKeyConstraint(['manifest_id'], ['send_manifests.id'],
+                            name=op.f('fk_send_recipients_manifest_id_send_manifests')),
     sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_send_recipients_org_id_organisations')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_send_recipients'))
     )
     with op.batch_alter_table('send_recipients', schema=None) as batch_op:
-        batch_op.create_index('ix_send_recipients_handed_over', ['org_id', 'submission_state', 'submission_state_at'], unique=False)
+        batch_op.create_index('ix_send_recipients_handed_over', ['org_id', 'submission_state', 'submission_state_at'],
+                              unique=False)
         batch_op.create_index('ix_send_recipients_provider_message_id', ['provider_message_id'], unique=False)
         batch_op.create_index('ix_send_recipients_transport_id', ['transport_message_id'], unique=False)
         batch_op.create_index('uq_send_recipients_manifest_address', ['manifest_id', 'address'], unique=True)
@@ -238,7 +248,8 @@ def downgrade() -> None:
 
     op.drop_table('messages')
     with op.batch_alter_table('send_manifests', schema=None) as batch_op:
-        batch_op.drop_index('uq_send_manifests_idempotency', sqlite_where=sa.text('idempotency_key IS NOT NULL'), postgresql_where=sa.text('idempotency_key IS NOT NULL'))
+        batch_op.drop_index('uq_send_manifests_idempotency', sqlite_where=sa.text('idempotency_key IS NOT NULL'),
+                            postgresql_where=sa.text('idempotency_key IS NOT NULL'))
         batch_op.drop_index('ix_send_manifests_mailbox')
         batch_op.drop_index('ix_send_manifests_due')
 
@@ -252,7 +263,8 @@ def downgrade() -> None:
 
     op.drop_table('ingress_receipts')
     with op.batch_alter_table('cases', schema=None) as batch_op:
-        batch_op.drop_index('uq_cases_open_per_conversation_mailbox', sqlite_where=sa.text("state = 'open'"), postgresql_where=sa.text("state = 'open'"))
+        batch_op.drop_index('uq_cases_open_per_conversation_mailbox', sqlite_where=sa.text("state = 'open'"),
+                            postgresql_where=sa.text("state = 'open'"))
         batch_op.drop_index('ix_cases_mailbox_state')
 
     op.drop_table('cases')

@@ -12,7 +12,6 @@ from alembic import op
 
 import mailnode.db.meta
 
-
 revision = '0004_outbound'
 down_revision = '0002_mail'
 branch_labels = None

@@ -16,7 +16,6 @@ from alembic import op
 
 import mailnode.db.meta
 
-
 revision = '0005_governance'
 down_revision = '0002_mail'
 branch_labels = None
@@ -71,7 +70,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('domain_pauses', schema=None) as batch_op:
         batch_op.create_index('ix_domain_pauses_domain', ['org_id', 'domain'], unique=False)
-        batch_op.create_index('uq_domain_pauses_in_force', ['org_id', 'domain'], unique=True, sqlite_where=sa.text('placed_at IS NOT NULL AND lifted_at IS NULL'), postgresql_where=sa.text('placed_at IS NOT NULL AND lifted_at IS NULL'))
+        batch_op.create_index('uq_domain_pauses_in_force', ['org_id', 'domain'], unique=True,
+                              sqlite_where=sa.text('placed_at IS NOT NULL AND lifted_at IS NULL'),
+                              postgresql_where=sa.text('placed_at IS NOT NULL AND lifted_at IS NULL'))
 
     op.create_table('policies',
     sa.Column('id', sa.String(length=40), nullable=False),
@@ -94,7 +95,8 @@ def upgrade() -> None:
     sa.Column('decision', sa.String(length=10), nullable=False),
     sa.Column('decided_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
     sa.Column('withdrawn_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=True),
-    sa.ForeignKeyConstraint(['approval_id'], ['approvals.id'], name=op.f('fk_approval_decisions_approval_id_approvals')),
+    sa.ForeignKeyConstraint(['approval_id'], ['approvals.id'],
+                            name=op.f('fk_approval_decisions_approval_id_approvals')),
     sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_approval_decisions_org_id_organisations')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_approval_decisions'))
     )
@@ -140,8 +142,11 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('policy_versions', schema=None) as batch_op:
         batch_op.create_index('ix_policy_versions_live', ['org_id', 'state'], unique=False)
-        batch_op.create_index('uq_policy_versions_one_draft', ['policy_id'], unique=True, sqlite_where=sa.text("state = 'draft'"), postgresql_where=sa.text("state = 'draft'"))
-        batch_op.create_index('uq_policy_versions_one_live', ['policy_id'], unique=True, sqlite_where=sa.text("state = 'published'"), postgresql_where=sa.text("state = 'published'"))
+        batch_op.create_index('uq_policy_versions_one_draft', ['policy_id'], unique=True,
+                              sqlite_where=sa.text("state = 'draft'"), postgresql_where=sa.text("state = 'draft'"))
+        batch_op.create_index('uq_policy_versions_one_live', ['policy_id'], unique=True,
+                              sqlite_where=sa.text("state = 'published'"),
+                              postgresql_where=sa.text("state = 'published'"))
         batch_op.create_index('uq_policy_versions_version', ['policy_id', 'version'], unique=True)
 
     op.create_table('policy_stages',
@@ -153,7 +158,8 @@ def upgrade() -> None:
     sa.Column('team_id', sa.String(length=40), nullable=True),
     sa.Column('created_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_policy_stages_org_id_organisations')),
-    sa.ForeignKeyConstraint(['policy_version_id'], ['policy_versions.id'], name=op.f('fk_policy_stages_policy_version_id_policy_versions')),
+    sa.ForeignKeyConstraint(['policy_version_id'], ['policy_versions.id'],
+                            name=op.f('fk_policy_stages_policy_version_id_policy_versions')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_policy_stages'))
     )
     with op.batch_alter_table('policy_stages', schema=None) as batch_op:
@@ -169,8 +175,10 @@ def downgrade() -> None:
     op.drop_table('policy_stages')
     with op.batch_alter_table('policy_versions', schema=None) as batch_op:
         batch_op.drop_index('uq_policy_versions_version')
-        batch_op.drop_index('uq_policy_versions_one_live', sqlite_where=sa.text("state = 'published'"), postgresql_where=sa.text("state = 'published'"))
-        batch_op.drop_index('uq_policy_versions_one_draft', sqlite_where=sa.text("state = 'draft'"), postgresql_where=sa.text("state = 'draft'"))
+        batch_op.drop_index('uq_policy_versions_one_live', sqlite_where=sa.text("state = 'published'"),
+                            postgresql_where=sa.text("state = 'published'"))
+        batch_op.drop_index('uq_policy_versions_one_draft', sqlite_where=sa.text("state = 'draft'"),
+                            postgresql_where=sa.text("state = 'draft'"))
         batch_op.drop_index('ix_policy_versions_live')
 
     op.drop_table('policy_versions')
@@ -187,7 +195,9 @@ def downgrade() -> None:
 
     op.drop_table('policies')
     with op.batch_alter_table('domain_pauses', schema=None) as batch_op:
-        batch_op.drop_index('uq_domain_pauses_in_force', sqlite_where=sa.text('placed_at IS NOT NULL AND lifted_at IS NULL'), postgresql_where=sa.text('placed_at IS NOT NULL AND lifted_at IS NULL'))
+        batch_op.drop_index('uq_domain_pauses_in_force',
+                            sqlite_where=sa.text('placed_at IS NOT NULL AND lifted_at IS NULL'),
+                            postgresql_where=sa.text('placed_at IS NOT NULL AND lifted_at IS NULL'))
         batch_op.drop_index('ix_domain_pauses_domain')
 
     op.drop_table('domain_pauses')

@@ -16,7 +16,6 @@ from alembic import op
 
 import mailnode.db.meta
 
-
 revision = '0006_butler_runs'
 down_revision = ('0003_butlers', '0004_outbound', '0005_governance')
 branch_labels = None
@@ -45,7 +44,8 @@ def upgrade() -> None:
     sa.Column('statements_spent', sa.Integer(), server_default='0', nullable=False),
     sa.ForeignKeyConstraint(['butler_id'], ['butlers.id'], name=op.f('fk_butler_runs_butler_id_butlers')),
     sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_butler_runs_org_id_organisations')),
-    sa.ForeignKeyConstraint(['version_id'], ['butler_versions.id'], name=op.f('fk_butler_runs_version_id_butler_versions')),
+    sa.ForeignKeyConstraint(['version_id'], ['butler_versions.id'],
+                            name=op.f('fk_butler_runs_version_id_butler_versions')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_butler_runs'))
     )
     with op.batch_alter_table('butler_runs', schema=None) as batch_op:

@@ -20,7 +20,6 @@ from alembic import op
 
 import mailnode.db.meta
 
-
 revision = '0007_butler_pauses'
 down_revision = '0006_butler_runs'
 branch_labels = None
@@ -48,7 +47,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('butler_pauses', schema=None) as batch_op:
         batch_op.create_index('ix_butler_pauses_butler', ['org_id', 'butler_id', 'placed_at'], unique=False)
-        batch_op.create_index('uq_butler_pauses_in_force', ['org_id', 'butler_id'], unique=True, sqlite_where=sa.text('resumed_at IS NULL'), postgresql_where=sa.text('resumed_at IS NULL'))
+        batch_op.create_index('uq_butler_pauses_in_force', ['org_id', 'butler_id'], unique=True,
+                              sqlite_where=sa.text('resumed_at IS NULL'),
+                              postgresql_where=sa.text('resumed_at IS NULL'))
 
     with op.batch_alter_table('butler_runs', schema=None) as batch_op:
         batch_op.add_column(sa.Column('provoked_by', sa.String(length=100), nullable=True))
@@ -57,7 +58,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('replay_of', sa.String(length=100), nullable=True))
         batch_op.add_column(sa.Column('replayed_by', sa.String(length=40), nullable=True))
         batch_op.create_index('ix_butler_runs_replay_of', ['org_id', 'replay_of'], unique=False)
-        batch_op.create_index('ix_butler_runs_self_provoked', ['org_id', 'butler_id', 'self_provoked', 'started_at'], unique=False)
+        batch_op.create_index('ix_butler_runs_self_provoked', ['org_id', 'butler_id', 'self_provoked', 'started_at'],
+                              unique=False)
 
     # ### end Alembic commands ###
 
@@ -75,7 +77,8 @@ def downgrade() -> None:
         batch_op.drop_column('provoked_by')
 
     with op.batch_alter_table('butler_pauses', schema=None) as batch_op:
-        batch_op.drop_index('uq_butler_pauses_in_force', sqlite_where=sa.text('resumed_at IS NULL'), postgresql_where=sa.text('resumed_at IS NULL'))
+        batch_op.drop_index('uq_butler_pauses_in_force', sqlite_where=sa.text('resumed_at IS NULL'),
+                            postgresql_where=sa.text('resumed_at IS NULL'))
         batch_op.drop_index('ix_butler_pauses_butler')
 
     op.drop_table('butler_pauses')

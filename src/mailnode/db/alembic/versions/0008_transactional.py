@@ -18,7 +18,6 @@ from alembic import op
 
 import mailnode.db.meta
 
-
 revision = '0008_transactional'
 down_revision = '0007_butler_pauses'
 branch_labels = None
@@ -69,7 +68,8 @@ def upgrade() -> None:
     sa.Column('expires_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=True),
     sa.Column('attempts', sa.Integer(), server_default='0', nullable=False),
     sa.Column('send_id', sa.String(length=40), nullable=True),
-    sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_verification_records_org_id_organisations')),
+    sa.ForeignKeyConstraint(['org_id'], ['organisations.id'],
+                            name=op.f('fk_verification_records_org_id_organisations')),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_verification_records_user_id_users')),
     sa.PrimaryKeyConstraint('user_id', name=op.f('pk_verification_records'))
     )

@@ -21,7 +21,6 @@ from alembic import op
 
 import mailnode.db.meta
 
-
 revision = '0009_notices_retention'
 down_revision = '0007_butler_pauses'
 branch_labels = None
@@ -37,7 +36,8 @@ def upgrade() -> None:
     sa.Column('started_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
     sa.Column('last_tripped_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=False),
     sa.Column('cleared_at', mailnode.db.meta.UTCDateTime(timezone=True), nullable=True),
-    sa.ForeignKeyConstraint(['org_id'], ['organisations.id'], name=op.f('fk_notice_trip_episodes_org_id_organisations')),
+    sa.ForeignKeyConstraint(['org_id'], ['organisations.id'],
+                            name=op.f('fk_notice_trip_episodes_org_id_organisations')),
     sa.PrimaryKeyConstraint('org_id', 'breaker', name=op.f('pk_notice_trip_episodes'))
     )
     op.create_table('notices',
@@ -58,7 +58,8 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('notices', schema=None) as batch_op:
         batch_op.create_index('ix_notices_send', ['send_id'], unique=False)
-        batch_op.create_index('ix_notices_unsealed', ['org_id', 'created_at'], unique=False, sqlite_where=sa.text('send_id IS NULL'), postgresql_where=sa.text('send_id IS NULL'))
+        batch_op.create_index('ix_notices_unsealed', ['org_id', 'created_at'], unique=False,
+                              sqlite_where=sa.text('send_id IS NULL'), postgresql_where=sa.text('send_id IS NULL'))
         batch_op.create_index('uq_notices_dedup_key', ['dedup_key'], unique=True)
 
     op.create_table('retained_content',
@@ -150,7 +151,8 @@ def downgrade() -> None:
     op.drop_table('retained_content')
     with op.batch_alter_table('notices', schema=None) as batch_op:
         batch_op.drop_index('uq_notices_dedup_key')
-        batch_op.drop_index('ix_notices_unsealed', sqlite_where=sa.text('send_id IS NULL'), postgresql_where=sa.text('send_id IS NULL'))
+        batch_op.drop_index('ix_notices_unsealed', sqlite_where=sa.text('send_id IS NULL'),
+                            postgresql_where=sa.text('send_id IS NULL'))
         batch_op.drop_index('ix_notices_send')
 
     op.drop_table('notices')

@@ -3,9 +3,9 @@
 One row per message and per send: the text a search matches and shows and the facts its filters read
 (``mailnode.schema.search``). On SQLite an FTS5 external-content table ``search_fts`` and three triggers
 keep the full-text index in step (a frozen copy of ``search.tables.SQLITE_FTS``); on PostgreSQL a GIN
-index over the ``tsvector`` column and a statistics target of 1,000 on it. Existing messages are indexed with their subject, addresses and text
-body; existing sends with their subject and addresses only (their bodies are in the evidence store, which
-a migration does not reach; ``search.index.reindex`` with the store indexes a send's body). Content
+index over the ``tsvector`` column and a statistics target of 1,000 on it. Existing messages are indexed with their
+subject, addresses and text body; existing sends with their subject and addresses only (their bodies are in the evidence
+store, which a migration does not reach; ``search.index.reindex`` with the store indexes a send's body). Content
 retention already deleted is not indexed.
 
 Revision ID: 0017_search
@@ -67,7 +67,8 @@ def _backfill() -> None:
                                                    "envelope_from", "mail_class", "auto_submitted")),
                          sa.column("sealed_at", utc), *(sa.column(c, as_json) for c in ("to_addresses", "cc_addresses",
                                                                                          "bcc_addresses"))).select_from(
-        sa.table("send_manifests")).where(sa.column("id").not_in(purged)).order_by(sa.column("sealed_at"), sa.column("id"))
+        sa.table("send_manifests")).where(sa.column("id").not_in(purged)).order_by(sa.column("sealed_at"),
+                                                                                   sa.column("id"))
     # Results are newest first in the order rows were indexed (``search.run``): backfill oldest first,
     # messages and sends merged by when they were received or sealed.
     documents = heapq.merge((message_document(r) for r in bind.execute(msg).all()),
