@@ -131,8 +131,13 @@ def test_a_butler_answering_an_answering_correspondent_is_paused_and_only_a_resu
     _write(served, "Order 42")
 
     released: list[str] = []
+    released_runs: set[str] = set()
     for _ in range(LIMIT + 1):
-        run = _until(lambda: next((r for r in _runs(served) if r["state"] == "awaiting_release"), None))
+        # A released run may still read awaiting_release until its workflow records the release: take a run
+        # not yet released, or the loop would release the same send twice.
+        run = _until(lambda: next((r for r in _runs(served) if r["state"] == "awaiting_release"
+                                   and r["id"] not in released_runs), None))
+        released_runs.add(run["id"])
         rows = served.call("GET", f"/api/butler-runs/{run['id']}")["butler_run"]["effect_rows"]
         send_id = rows[-1]["subject"]
         assert served.call("POST", f"/api/sends/{send_id}/release")["release"]["resumed"] is True

@@ -176,6 +176,10 @@ def test_a_scrape_reads_the_quota_sends_runs_sweeper_outcomes_and_a_pause(
     # The provider's quota runs out: the pause, when it ends, and the reading pinned at the limit.
     emulator.add_fault(Fault(status=429, name="daily_quota_exceeded"))
     second = app.call("POST", "/api/mail", json=mail(served, "deferrable", "second")).json()["mail"]["id"]
+    # The breaker shuts in the transaction that records the 429; the send is marked throttled in the one
+    # after it, so the scrape waits for both (a scrape between the two found no throttled send).
+    wait_for("the second send throttled", lambda: app.call("GET", f"/api/mail/{second}").json()["mail"]["state"]
+             == "throttled")
     s = wait_for("the pause on /metrics", lambda: (x := _scrape(admin))
                  and _sample(x, "mailnode_provider_breaker", transport="resend", state="shut") == 1.0 and x)
     now = datetime.now(UTC)
