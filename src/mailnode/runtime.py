@@ -241,10 +241,11 @@ def _stop_starting_workflows(timeout: float) -> None:
     """Tell DBOS's scheduler and queue threads to stop, and wait up to ``timeout`` seconds for them to exit,
     so that no workflow starts while this executor stops.
 
-    DBOS 3.4's ``destroy`` sets these threads' stop events only after it has shut its thread pool, so a queue
-    thread that had just dequeued a scheduled sweep logged ``Error executing workflow sched-...: Executor
-    accessed before DBOS was launched`` on a graceful stop (``tests/butler/runs/test_graceful_stop.py``). The
-    workflow stays claimed and the next start recovers it; the ERROR line was the defect. The attributes are
+    DBOS 3.4's ``destroy`` sets these threads' stop events and shuts its thread pool without waiting for a
+    queue thread that is between dequeuing a workflow and submitting it, so a scheduled sweep dequeued in that
+    window logged ``Error executing workflow sched-...: Executor accessed before DBOS was launched`` on a
+    graceful stop (``tests/butler/runs/test_graceful_stop.py``). The workflow stays claimed and the next start
+    recovers it; the ERROR line was the defect. Joining the threads first lets each finish what it dequeued. The attributes are
     DBOS's own (``background_thread_stop_events``, ``_background_threads``): where a version lacks them this
     does nothing and ``destroy`` stops the threads as before.
     """
@@ -273,9 +274,8 @@ def starting_threads() -> list[threading.Thread]:
 def shutdown() -> None:
     """Stop DBOS starting workflows (``budgets.SHUTDOWN_STOP_STARTING_SECONDS``), wait for running sync
     workflow bodies (``drained_on_stop``, bounded by ``budgets.SHUTDOWN_DRAIN_SECONDS``), then destroy DBOS
-    and forget the node. DBOS's event loop cancels
-    every async workflow, which stays PENDING (``pending_on_stop``) for the next start of this executor id
-    to recover."""
+    and forget the node. DBOS's event loop cancels every async workflow, which stays PENDING
+    (``pending_on_stop``) for the next start of this executor id to recover."""
     global _node, _launched, _executor_id
     from dbos import DBOS
 
