@@ -79,3 +79,24 @@ def test_calling_an_unwired_hook_is_an_error_not_a_skip(parked_hooks: None) -> N
     with pytest.raises(MailnodeError) as at_launch:
         hooks.require_wired()
     assert at_launch.value.detail == {"unwired": ["outbound.end_parked_run"]}
+
+
+def test_every_cli_command_runs_wired() -> None:
+    """``mailnode`` (``cli.main``) wires before any command runs: a command that cancels a send must end the
+    Butler run parked on it, so a fresh process's hooks are all wired once ``main`` has started."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import mailnode
+
+    code = ("import sys\nsys.argv = ['mailnode', '--help']\nfrom mailnode import cli, hooks\n"
+            "try:\n    hooks.require_wired()\nexcept Exception:\n    print('unwired before main')\n"
+            "try:\n    cli.main()\nexcept SystemExit:\n    pass\nhooks.require_wired()\nprint('wired')\n")
+    src = str(Path(mailnode.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": src}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[0] == "unwired before main"
+    assert done.stdout.splitlines()[-1] == "wired"
