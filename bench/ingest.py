@@ -3,14 +3,18 @@
 Starts ``mailnode serve`` (SQLite unless MAILNODE_DATABASE_URL is set) in a temporary data directory on
 free loopback ports, and a bare aiosmtpd server whose handler only appends the bytes to a file; sends the
 same messages (every corpus .eml/.txt with CRLF line endings, repeated ROUNDS times) to each over one
-connection per round, and prints messages per second for both and their ratio. A node's rate counts the
-time to its ``250``, which comes only after the evidence write and the receipt commit.
+connection per round and client, and prints messages per second for both and their ratio. A node's rate counts
+the time to its ``250``, which comes only after the evidence write and the receipt commit; ``materialised``
+counts the time until no receipt is left unmaterialised (nor quarantined), read from the node's database
+after the last ``250``. ``--clients N`` splits the messages over N concurrent SMTP clients (issue 19 measures
+with 4). The load average (1 minute) is printed with the figures: the machine may be shared.
 
-    .venv/bin/python bench/ingest.py [ROUNDS]
+    .venv/bin/python bench/ingest.py [ROUNDS] [--clients N]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import smtplib
@@ -19,13 +23,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP
+from sqlalchemy import create_engine, func, select
 
 from mailnode import budgets
+from mailnode.config import load_settings
+from mailnode.schema.ingress import ingress_receipts
 
 #: The repository's copy of the corpus (a clone has no ../shared).
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "corpus"
@@ -68,17 +76,46 @@ def messages() -> list[bytes]:
     return [p.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") for p in files]
 
 
-def send_all(port: int, msgs: list[bytes], rounds: int) -> float:
-    start = time.perf_counter()
+def send_one_client(port: int, msgs: list[bytes], rounds: int) -> None:
     for _ in range(rounds):
         with smtplib.SMTP("127.0.0.1", port) as c:
             for raw in msgs:
                 c.sendmail("sender@remote.test", ["support@example.test"], raw)
+
+
+def send_all(port: int, msgs: list[bytes], rounds: int, clients: int = 1) -> float:
+    """Seconds until every message got its ``250``, the messages dealt round-robin over ``clients``."""
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        for done in [pool.submit(send_one_client, port, msgs[i::clients], rounds) for i in range(clients)]:
+            done.result()
     return time.perf_counter() - start
 
 
+def wait_materialised(data: Path, timeout: float = 1800.0) -> None:
+    """Return once no receipt of the node in ``data`` waits to be materialised (quarantined ones are done)."""
+    engine = create_engine(load_settings(data).resolved_database_url)
+    t = ingress_receipts.c
+    waiting = select(func.count()).select_from(ingress_receipts).where(t.materialised_at.is_(None),
+                                                                        t.quarantined_at.is_(None))
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as conn:
+                if conn.execute(waiting).scalar_one() == 0:
+                    return
+            time.sleep(0.05)
+        raise SystemExit(f"receipts still unmaterialised after {timeout:.0f} s")
+    finally:
+        engine.dispose()
+
+
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rounds", nargs="?", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=1, help="concurrent SMTP clients (issue 19: 4)")
+    args = parser.parse_args()
+    rounds, clients = args.rounds, args.clients
     msgs = messages()
     n = len(msgs) * rounds
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,7 +135,10 @@ def main() -> None:
                         break
                 except httpx.HTTPError:
                     time.sleep(0.2)
-            node_seconds = send_all(smtp, msgs, rounds)
+            start = time.perf_counter()
+            node_seconds = send_all(smtp, msgs, rounds, clients)
+            wait_materialised(data)
+            materialised_seconds = time.perf_counter() - start
         finally:
             proc.terminate()
             proc.wait(60)
@@ -106,12 +146,16 @@ def main() -> None:
         sink = SinkController(FileSink(Path(tmp) / "sink.mbox"), hostname="127.0.0.1", port=sink_port)
         sink.start()
         try:
-            bare_seconds = send_all(sink_port, msgs, rounds)
+            bare_seconds = send_all(sink_port, msgs, rounds, clients)
         finally:
             sink.stop()
     node_rate, bare_rate = n / node_seconds, n / bare_seconds
-    print(json.dumps({"messages": n, "node_per_second": round(node_rate, 1), "bare_per_second": round(bare_rate, 1),
-                      "ratio": round(node_rate / bare_rate, 3)}))
+    materialised_rate = n / materialised_seconds
+    print(json.dumps({"messages": n, "clients": clients, "node_per_second": round(node_rate, 1),
+                      "materialised_per_second": round(materialised_rate, 1),
+                      "bare_per_second": round(bare_rate, 1), "ratio": round(node_rate / bare_rate, 3),
+                      "materialised_ratio": round(materialised_rate / bare_rate, 4),
+                      "load_average_1m": round(os.getloadavg()[0], 2)}))
 
 
 if __name__ == "__main__":
