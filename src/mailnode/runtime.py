@@ -4,7 +4,9 @@ DBOS keeps its system database in SQLite under the data directory by default, an
 PostgreSQL when the node uses PostgreSQL (spec/dbos.md). Traps designed around: ``application_version``
 is set to mailnode's version (a hash would strand waiting runs on any edit); every process gets its own
 ``executor_id`` (two processes with one id re-run each other's live workflows); SQLite's notification
-polling interval is lowered so a release wakes a waiting run quickly.
+polling interval is lowered so a release wakes a waiting run quickly. DBOS opens its SQLite file in the
+rollback journal; ``launch`` turns the file to WAL first (``use_wal``), which the file keeps (issue 19: in the
+rollback journal every workflow and step row took the file's one write lock against every reader).
 
 Workflows reach the process's ``Node`` through ``current_node()``, set by ``launch``; this is the one
 process-wide handle, because DBOS calls workflow functions without arguments of ours.
@@ -69,6 +71,26 @@ def system_database_url_of(s: Settings) -> str:
     return f"sqlite:///{(s.data_dir / 'dbos.sqlite').resolve()}"
 
 
+def use_wal(url: str) -> None:
+    """Turn the SQLite file of ``url`` (``sqlite:///<path>``) to WAL, creating the file if absent; any other
+    URL is left alone. WAL is a property of the file, kept by every later connection (DBOS's included), so
+    this runs once before DBOS opens it and DBOS needs no change. A file another process holds open in the
+    rollback journal cannot change mode: that is logged (``dbos.journal_mode``) and the start goes on, since
+    the journal changes speed, not durability (DBOS's connections keep ``synchronous=FULL``).
+    """
+    if not url.startswith("sqlite:///"):
+        return
+    import sqlite3
+
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=budgets.SQLITE_BUSY_TIMEOUT_MS / 1000)
+    try:
+        mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+    finally:
+        conn.close()
+    if mode.lower() != "wal":
+        log.warning("dbos.journal_mode mode=%s url=%s: the system database stays out of WAL", mode, url)
+
+
 def executor_id(node: Node, role: str = "serve") -> str:
     """This process's executor id: the setting, else ``<role>-<host>``.
 
@@ -97,9 +119,10 @@ def launch(node: Node, role: str = "serve") -> None:
             raise MailnodeError(code="E_EXECUTOR_ALREADY_RUNNING", what="DBOS is already launched in this process.",
                                 why="There is one durable executor per process.",
                                 fix="Call runtime.shutdown() first.", status=500)
+        url = system_database_url(node)
         config: DBOSConfig = {
             "name": "mailnode",
-            "system_database_url": system_database_url(node),
+            "system_database_url": url,
             "application_version": __version__,
             "executor_id": executor_id(node, role),
             "notification_listener_polling_interval_sec": budgets.DBOS_NOTIFICATION_POLL_SECONDS,
@@ -108,6 +131,7 @@ def launch(node: Node, role: str = "serve") -> None:
             "log_level": node.settings.log_libraries.upper(),
         }
         _node = node
+        use_wal(url)
         DBOS(config=config)
         DBOS.launch()
         _launched = True
@@ -245,9 +269,9 @@ def _stop_starting_workflows(timeout: float) -> None:
     queue thread that is between dequeuing a workflow and submitting it, so a scheduled sweep dequeued in that
     window logged ``Error executing workflow sched-...: Executor accessed before DBOS was launched`` on a
     graceful stop (``tests/butler/runs/test_graceful_stop.py``). The workflow stays claimed and the next start
-    recovers it; the ERROR line was the defect. Joining the threads first lets each finish what it dequeued. The attributes are
-    DBOS's own (``background_thread_stop_events``, ``_background_threads``): where a version lacks them this
-    does nothing and ``destroy`` stops the threads as before.
+    recovers it; the ERROR line was the defect. Joining the threads first lets each finish what it dequeued.
+    The attributes are DBOS's own (``background_thread_stop_events``, ``_background_threads``): where a
+    version lacks them this does nothing and ``destroy`` stops the threads as before.
     """
     deadline = time.monotonic() + timeout
     for thread in starting_threads():
