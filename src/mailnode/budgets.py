@@ -51,6 +51,10 @@ SQLITE_BUSY_TIMEOUT_MS = 15_000
 #: DBOS polls SQLite for notifications (a release waking a waiting run) this often, seconds. spec/dbos.md
 #: trap 4: 0.05 s gave 38 ms send-to-wake, against 1 s by default.
 DBOS_NOTIFICATION_POLL_SECONDS = 0.05
+#: DBOS's queue workers look for queued workflows this often, seconds (DBOS's default is 1 s). Sized like the
+#: notification poll: a delivery waits at most this long in an idle queue before its materialisation starts,
+#: and each poll is one short read and one claim on the system database.
+DBOS_QUEUE_POLL_SECONDS = 0.05
 
 # --- Audit ---------------------------------------------------------------------------------------
 
@@ -77,6 +81,12 @@ AUTH_RESULTS_MAX_BYTES = 8 * 1024
 MATERIALISE_SCAN_INTERVAL_SECONDS = 30
 #: Receipts the repair scan starts per pass (sized: bounded work per schedule tick).
 MATERIALISE_SCAN_BATCH = 500
+#: Materialisation workflows one process runs at once (the ``materialise`` DBOS queue's worker concurrency);
+#: the rest wait, durably, in the queue. Sized (issue 19): with no limit DBOS's executor ran about 20 at once,
+#: which took the SQLAlchemy pool's 15 connections (5 plus 10 overflow) and left the listener waiting for one,
+#: so the ``250`` was paced by materialisation; parsing is Python work, and on two cores more than a few at
+#: once only queue for the interpreter lock. 4 leaves 11 connections to the listener and the API.
+MATERIALISE_WORKER_CONCURRENCY = 4
 #: Materialisation attempts a receipt may start without finishing; the next attempt quarantines it instead of
 #: parsing it again (issue 14 item 1: a message that got the process killed was parsed again at every start, a
 #: crash loop). Sized: one death can be bad luck (another process took the memory), three in a row on the

@@ -52,6 +52,10 @@ _lock = threading.Lock()
 _node: Node | None = None
 _launched = False
 _executor_id: str | None = None
+#: Queues declared by the workflow modules (``declare_queue``): name -> worker concurrency; ``launch`` registers
+#: each, and ``queue`` returns the registered one until ``shutdown``.
+_declared_queues: dict[str, int] = {}
+_queues: dict[str, Any] = {}
 #: How many ``drained_on_stop`` workflow bodies are running now, and the condition ``shutdown`` waits on.
 _inflight = 0
 _inflight_changed = threading.Condition()
@@ -134,6 +138,11 @@ def launch(node: Node, role: str = "serve") -> None:
         use_wal(url)
         DBOS(config=config)
         DBOS.launch()
+        # After launch: DBOS keeps queues in its system database (spec/dbos.md, "Queues"). Its queue thread
+        # finds a newly registered queue within a second; what was enqueued before waits, it is not lost.
+        for name, worker_concurrency in _declared_queues.items():
+            _queues[name] = DBOS.register_queue(name, worker_concurrency=worker_concurrency,
+                                                polling_interval_sec=budgets.DBOS_QUEUE_POLL_SECONDS)
         _launched = True
         _executor_id = config["executor_id"]
 
@@ -170,6 +179,27 @@ def pending_on_stop(body: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Co
 
     wrapper.stays_pending_on_stop = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def declare_queue(name: str, worker_concurrency: int) -> None:
+    """Declare a DBOS queue that ``launch`` registers: at most ``worker_concurrency`` of its workflows run at
+    once in this process (others wait in the system database, for this process or another to take).
+    Call at import of a module in ``WORKFLOW_MODULES``; declaring again replaces the concurrency."""
+    _declared_queues[name] = worker_concurrency
+
+
+def queue(name: str) -> Any:
+    """The DBOS queue ``name`` registered by ``launch`` (``.enqueue(workflow, *args)``).
+
+    Raises ``E_EXECUTOR_NOT_RUNNING`` (500) outside ``launch``..``shutdown`` or for an undeclared name.
+    """
+    found = _queues.get(name)
+    if found is None:
+        raise MailnodeError(code="E_EXECUTOR_NOT_RUNNING", what=f"No durable queue {name!r} is running.",
+                            why="runtime.launch() has not run in this process, or the queue was never declared "
+                                f"(declared: {sorted(_declared_queues)}).",
+                            fix="Start the node with mailnode serve.", status=500)
+    return found
 
 
 def current_node() -> Node:
@@ -313,6 +343,7 @@ def shutdown() -> None:
     with _lock:
         if _launched:
             DBOS.destroy(destroy_registry=False)
+        _queues.clear()
         _launched = False
         _node = None
         _executor_id = None

@@ -1,5 +1,9 @@
 """Durable materialisation: a DBOS workflow per receipt, keyed on the receipt id, and the repair scan.
 
+Accept first, materialise after (issue 19): a workflow is enqueued on the ``materialise`` DBOS queue, whose
+worker concurrency (``budgets.MATERIALISE_WORKER_CONCURRENCY``) bounds how many run at once in a process, so a
+burst of deliveries waits in the system database instead of taking every connection from the listener.
+
 The receipt commits in mailnode's database and the workflow starts in DBOS's, so a crash between the two
 is repaired by ``scan_unmaterialised`` (at start-up and on a schedule), not by DBOS. Starting the same
 workflow id twice returns the existing run, and ``materialise_receipt`` is itself idempotent.
@@ -26,6 +30,10 @@ from mailnode.ingress.materialise import materialise_or_quarantine
 from mailnode.schema.ingress import ingress_receipts
 
 log = logging.getLogger("mailnode.ingress")
+
+#: The DBOS queue materialisation workflows run from (declared here, registered by ``runtime.launch``).
+QUEUE = "materialise"
+runtime.declare_queue(QUEUE, budgets.MATERIALISE_WORKER_CONCURRENCY)
 
 #: Repair scans (``scan_unmaterialised``: at start-up and scheduled) this process started, and those that
 #: returned; ``metrics`` exposes both on ``GET /metrics``. A scan is counted as started before it reads, so
@@ -95,11 +103,13 @@ hooks.declare("ingress.after_materialise", lambda: bool(AFTER_MATERIALISE),
 
 
 def start(receipt_ids: list[str], redrives: dict[str, int] | None = None) -> None:
-    """Start (or find) the materialisation workflow of each receipt; ``redrives`` gives a re-driven receipt's
-    count (absent: 0), which picks its workflow id."""
+    """Enqueue (or find) the materialisation workflow of each receipt on ``QUEUE``; ``redrives`` gives a
+    re-driven receipt's count (absent: 0), which picks its workflow id. Returns once each is durably queued,
+    not when it runs. Raises ``E_EXECUTOR_NOT_RUNNING`` (500) before ``runtime.launch``."""
+    queue = runtime.queue(QUEUE)
     for rid in receipt_ids:
         with SetWorkflowID(workflow_id(rid, (redrives or {}).get(rid, 0))):
-            DBOS.start_workflow(materialise_workflow, rid)
+            queue.enqueue(materialise_workflow, rid)
 
 
 def scan_unmaterialised(limit: int = budgets.MATERIALISE_SCAN_BATCH) -> int:
