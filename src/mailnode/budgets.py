@@ -87,6 +87,12 @@ MATERIALISE_SCAN_BATCH = 500
 #: so the ``250`` was paced by materialisation; parsing is Python work, and on two cores more than a few at
 #: once only queue for the interpreter lock. 4 leaves 11 connections to the listener and the API.
 MATERIALISE_WORKER_CONCURRENCY = 4
+#: Doctor's ``materialisation_backlog`` is degraded once the oldest receipt waiting to be materialised is this
+#: old, seconds. Sized: a receipt whose workflow start was lost waits up to one repair scan
+#: (``MATERIALISE_SCAN_INTERVAL_SECONDS``, 30) before it is queued; a burst of the corpus's size drained in
+#: under 30 s when measured (docs/performance.md, "Ingest (issue 19, first slice)"). Four scan intervals
+#: without the oldest being materialised means the backlog is not draining.
+MATERIALISE_BACKLOG_AGE_MAX_SECONDS = 4 * MATERIALISE_SCAN_INTERVAL_SECONDS
 #: Materialisation attempts a receipt may start without finishing; the next attempt quarantines it instead of
 #: parsing it again (issue 14 item 1: a message that got the process killed was parsed again at every start, a
 #: crash loop). Sized: one death can be bad luck (another process took the memory), three in a row on the

@@ -4,11 +4,19 @@
   ``MATERIALISE_ATTEMPTS_MAX`` unfinished attempts (``ingress.quarantine``), with its id, mailbox, age in
   seconds since it was received, code and error, and the route that re-drives it. Degraded: the mail was
   accepted (``250``) and its raw bytes are kept, but nobody sees it as a message until it is re-driven.
+- ``materialisation_backlog``: how many accepted receipts wait to be materialised (neither materialised nor
+  quarantined) and the age of the oldest, in seconds since it was received (UTC). Accept first, materialise
+  after (issue 19): a burst is answered ``250`` at listener speed and drains after, so a backlog is normal
+  while young. Degraded once the oldest is ``budgets.MATERIALISE_BACKLOG_AGE_MAX_SECONDS`` old or older: the
+  backlog is not draining (no process materialises, or mail arrives faster than it is materialised).
 
 Each takes ``(node, org_id)``, reads, and returns one ``Finding``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, select
 
@@ -46,7 +54,57 @@ def receipts_quarantined(node: Node, org_id: str | None) -> Finding:
                    {"count": total, "receipts": items})
 
 
+@dataclass(frozen=True)
+class Backlog:
+    """What ``materialisation_backlog`` read: receipts waiting, and the oldest one's age in seconds (None when
+    none waits)."""
+
+    waiting: int
+    oldest_age_seconds: int | None
+
+
+def backlog_finding(backlog: Backlog, age_max_seconds: float) -> Finding:
+    """The ``materialisation_backlog`` finding for ``backlog`` (pure): ok while the oldest waiting receipt is
+    younger than ``age_max_seconds``; an empty backlog is ok and says so in words."""
+    name = "materialisation_backlog"
+    data = {"waiting": backlog.waiting, "oldest_age_seconds": backlog.oldest_age_seconds,
+            "age_max_seconds": age_max_seconds}
+    if backlog.waiting == 0 or backlog.oldest_age_seconds is None:
+        return Finding(name, Severity.DEGRADED, True,
+                       "none waiting: every accepted receipt is materialised or quarantined", data=data)
+    words = (f"{backlog.waiting} accepted receipts wait to be materialised, the oldest received "
+             f"{backlog.oldest_age_seconds} s ago (degraded from {age_max_seconds:.0f} s)")
+    if backlog.oldest_age_seconds < age_max_seconds:
+        return Finding(name, Severity.DEGRADED, True, words, data=data)
+    return Finding(name, Severity.DEGRADED, False, words,
+                   "The backlog is not draining. Check that a mailnode serve process runs over this database and "
+                   "logs no materialise errors; if mail arrives faster than it is materialised, add a process or "
+                   "move to PostgreSQL (docs/operations.md).", data)
+
+
+def read_backlog(node: Node, org_id: str, now: datetime) -> Backlog:
+    """The organisation's receipts neither materialised nor quarantined: how many, and the oldest one's age in
+    whole seconds at ``now`` (UTC)."""
+    t = ingress_receipts.c
+    with node.read() as conn:
+        waiting, oldest = conn.execute(
+            select(func.count(), func.min(t.received_at))
+            .where(t.org_id == org_id, t.materialised_at.is_(None), t.quarantined_at.is_(None))).one()
+    if not waiting or oldest is None:
+        return Backlog(0, None)
+    return Backlog(int(waiting), max(0, int((now - oldest).total_seconds())))
+
+
+def materialisation_backlog(node: Node, org_id: str | None) -> Finding:
+    """Accepted receipts waiting to be materialised, and the age of the oldest (``backlog_finding``)."""
+    if org_id is None:
+        return Finding("materialisation_backlog", Severity.REPORT, False,
+                       "no organisation: the node is not initialised", "Run mailnode init.")
+    return backlog_finding(read_backlog(node, org_id, node.clock.now()), budgets.MATERIALISE_BACKLOG_AGE_MAX_SECONDS)
+
+
 #: The ingress checks, in report order.
 INGRESS_CHECKS = {
     "receipts_quarantined": receipts_quarantined,
+    "materialisation_backlog": materialisation_backlog,
 }
