@@ -245,9 +245,9 @@ def _stop_starting_workflows(timeout: float) -> None:
     queue thread that is between dequeuing a workflow and submitting it, so a scheduled sweep dequeued in that
     window logged ``Error executing workflow sched-...: Executor accessed before DBOS was launched`` on a
     graceful stop (``tests/butler/runs/test_graceful_stop.py``). The workflow stays claimed and the next start
-    recovers it; the ERROR line was the defect. Joining the threads first lets each finish what it dequeued. The attributes are
-    DBOS's own (``background_thread_stop_events``, ``_background_threads``): where a version lacks them this
-    does nothing and ``destroy`` stops the threads as before.
+    recovers it; the ERROR line was the defect. Joining the threads first lets each finish what it dequeued.
+    The attributes are DBOS's own (``background_thread_stop_events``, ``_background_threads``): where a version
+    lacks them this does nothing and ``destroy`` stops the threads as before.
     """
     deadline = time.monotonic() + timeout
     for thread in starting_threads():
