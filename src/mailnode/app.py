@@ -18,6 +18,7 @@ from mailnode.api import (
     butlers,
     conversations,
     directory,
+    docs_pages,
     drafts,
     errors,
     governance,
@@ -44,15 +45,17 @@ from mailnode.node import Node
 
 
 def create_app(node: Node) -> FastAPI:
-    """Build the API over ``node``. OpenAPI at ``/docs``. Every route refuses query parameters it does not
-    declare (``deps.refuse_unknown_query``)."""
-    app = FastAPI(title="mailnode", version=__version__, docs_url="/docs",
+    """Build the API over ``node``. OpenAPI at ``/openapi.json``, read at ``/docs`` and ``/redoc`` with every
+    asset served by the node (``api.docs_pages``). Every route refuses query parameters it does not declare
+    (``deps.refuse_unknown_query``)."""
+    app = FastAPI(title="mailnode", version=__version__, docs_url=None, redoc_url=None,
                   dependencies=[Depends(refuse_unknown_query)])
     app.state.node = node
     # Starlette runs the last added middleware first: the size bound, then the nesting bound.
     app.add_middleware(JSONNestingLimit)
     app.add_middleware(RequestBodyLimit)
     errors.install(app)
+    docs_pages.install(app)
     for module in (health, directory, mailboxes, messages, audit, butlers, drafts, sends, webhooks, governance,
                    butler_release, butler_runs, butler_pauses, holds, retention_settings):
         app.include_router(module.router)

@@ -20,7 +20,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from mailnode import budgets
+from mailnode.addresses import normalise_address
 from mailnode.directory.tokens import Principal, authenticate
+from mailnode.errors import MailnodeError
 from mailnode.ids import PREFIXES, is_id
 from mailnode.node import Node
 
@@ -73,6 +75,18 @@ def id_filter(value: str | None, name: str, *prefixes: str) -> str | None:
     if problem is not None:
         raise query_invalid(name, value, problem + "; copy it from the listing that returned it")
     return value
+
+
+def address_filter(value: str | None, name: str) -> str | None:
+    """``value`` (a query filter naming an email address) as its key (``addresses.NormalisedAddress.key``: the
+    whole address lower-cased), or None when absent; otherwise ``query_invalid`` (422 ``E_REQUEST_INVALID``
+    naming ``query.<name>``, with the address check's reason)."""
+    if not value:
+        return None
+    try:
+        return normalise_address(value, name).key
+    except MailnodeError as exc:
+        raise query_invalid(name, value, f"{value[:100]!r} is not an email address: {exc.why}") from None
 
 
 def _clamp(limit: int | None) -> int:

@@ -1,4 +1,5 @@
-"""The application mail API: ``POST /api/mail`` and ``GET /api/mail/{id}`` (spec/transactional.md §6).
+"""The application mail API: ``POST /api/mail``, ``GET /api/mail`` and ``GET /api/mail/{id}``
+(spec/transactional.md §6; the reads are ``outbound.mail_reads``).
 
 Any principal holding ``send.propose`` on the mailbox may call it (an application, a person). ``realtime``
 answers 200 only after the provider accepted the mail, or the vague 503 (``E_SEND_UNAVAILABLE``, with
@@ -19,32 +20,35 @@ names at most ``budgets.REALTIME_RECIPIENTS_MAX`` recipients (``E_REALTIME_TOO_M
 is refused by the provider breaker when its recipients, one provider request each, would take the day's
 reading past the realtime ceiling (``outbound.realtime.send_realtime``). ``GET /api/mail/{id}`` says
 ``content_deleted_at`` (ISO 8601 UTC, or null) once retention deleted the send's body. Correspondence is
-not sent here (``POST /api/sends``).
+not sent here (``POST /api/sends``). ``GET /api/mail`` lists the caller's application mail (an
+administrator's: the organisation's) newest first, filtered and paged, each item as ``GET /api/mail/{id}``
+shows it.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field
 from sqlalchemy import select
 
 from mailnode import budgets
-from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, address_filter, paged, query_invalid
 from mailnode.api.models import Strict
-from mailnode.errors import MailnodeError, conflict, invalid, not_found
-from mailnode.ids import parse_id
+from mailnode.clock import utc
+from mailnode.errors import MailnodeError, conflict, invalid
+from mailnode.outbound import mail_reads
 from mailnode.outbound.idempotency import Replay, check_key, fingerprint_of, one_key, seal_once
 from mailnode.outbound.realtime import send_realtime, unavailable
 from mailnode.outbound.seal import SealRequest, seal
-from mailnode.retention import io as retention_io
-from mailnode.schema.outbound import send_manifests, send_recipients
+from mailnode.schema.outbound import send_manifests
 from mailnode.vocabulary.mail_classes import MailClass, parse_mail_class
-from mailnode.vocabulary.send_states import SendState, words_for
+from mailnode.vocabulary.send_states import SendState
 
 router = APIRouter(prefix="/api/mail", tags=["mail"])
 
@@ -121,30 +125,13 @@ def in_flight(send_id: str) -> MailnodeError:
 
 
 def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str, Any]:
-    """The API shape of one send the caller sealed; ``E_NO_SUCH_MAIL`` (404) otherwise.
+    """The API shape of one send the caller sealed (``outbound.mail_reads.read_mail``); ``E_NO_SUCH_MAIL``
+    (404) otherwise.
 
     ``content_deleted_at``: when retention deleted its sealed body (ISO 8601 UTC), else null.
     """
-    parse_id(send_id, "snd", "id")
     with node.read() as conn:
-        row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id,
-                                                        send_manifests.c.org_id == org_id,
-                                                        send_manifests.c.author_id == author_id)).first()
-        if row is None:
-            raise not_found("E_NO_SUCH_MAIL", f"No mail {send_id}.",
-                            fix="Use the id POST /api/mail answered with.", id=send_id)
-        recipients = conn.execute(select(send_recipients.c.address, send_recipients.c.kind,
-                                         send_recipients.c.submission_state, send_recipients.c.delivery_state)
-                                  .where(send_recipients.c.manifest_id == send_id)
-                                  .order_by(send_recipients.c.kind, send_recipients.c.address)).all()
-        purge = retention_io.purges_of(conn, [send_id]).get(send_id)
-    return {"id": row.id, "mail_class": row.mail_class, "mailbox_id": row.mailbox_id, "state": row.state,
-            "state_reason": row.state_reason, "words": words_for(row.state, row.state_reason),
-            "idempotency_key": row.idempotency_key, "sealed_at": row.sealed_at.isoformat(),
-            "attempts": int(row.attempts),
-            "content_deleted_at": purge[1].isoformat() if purge is not None else None,
-            "recipients": [{"address": r.address, "kind": r.kind, "submission_state": r.submission_state,
-                            "delivery_state": r.delivery_state} for r in recipients]}
+        return mail_reads.read_mail(conn, org_id=org_id, author_id=author_id, send_id=send_id)
 
 
 def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSONResponse:
@@ -216,6 +203,42 @@ def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
                      asked=lambda conn: fingerprint_of(request), seal=sealing, where=_KEY_WHERE, read_at=_READ_AT)
     send_id = done.send_id if isinstance(done, Replay) else done.id
     return _answer_sealed(node, caller, send_id, mail_class.value)
+
+
+def _instant(value: datetime | None, name: str) -> datetime | None:
+    """``value`` in UTC (a naive one taken as UTC), or None; one that leaves the calendar once in UTC
+    (``0001-01-01T00:00:00+05:00``) is ``query_invalid`` naming ``query.<name>``."""
+    if value is None:
+        return None
+    try:
+        return utc(value)
+    except OverflowError:
+        raise query_invalid(name, value, "the instant is outside the years 1..9999 in UTC") from None
+
+
+@router.get("")
+def list_mail(node: NodeDep, caller: CallerDep, page: SendPageDep, state: SendState | None = None,
+              mail_class: Annotated[Literal["realtime", "deferrable"] | None, Query(alias="class")] = None,
+              recipient: str | None = None, after: datetime | None = None,
+              before: datetime | None = None) -> dict[str, Any]:
+    """The caller's application mail (an administrator's: the organisation's), newest first, each as
+    ``GET /api/mail/{id}`` shows it: ``{"mail": [...], "next_cursor"}``.
+
+    Filters: ``state`` (a send state), ``class`` (``realtime`` | ``deferrable``), ``recipient`` (an address in
+    to, cc or bcc, compared case-insensitively), ``after`` (sealed at or after) and ``before`` (sealed
+    before): ISO 8601 dates (midnight UTC) or date-times (UTC when no offset is given). A value outside its
+    vocabulary, a malformed address or date, or ``before`` not later than ``after`` is 422
+    ``E_REQUEST_INVALID`` naming ``query.<name>``.
+    """
+    since, until = _instant(after, "after"), _instant(before, "before")
+    if since is not None and until is not None and until <= since:
+        raise query_invalid("before", before, "before must be later than after: nothing is sealed in an empty range")
+    filters = mail_reads.MailFilter(state=state, mail_class=MailClass(mail_class) if mail_class else None,
+                                    recipient=address_filter(recipient, "recipient"), after=since, before=until)
+    with node.read() as conn:
+        items = mail_reads.list_mail(conn, org_id=caller.org_id, principal_id=caller.principal_id,
+                                     filters=filters, limit=page.limit, cursor=page.cursor)
+    return paged("mail", items, page)
 
 
 @router.get("/{send_id}")
