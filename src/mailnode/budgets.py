@@ -333,6 +333,10 @@ DOMAIN_PAUSE_APPROVERS = 2
 #: Statements ``governance.gatefacts.seal_facts`` may take: breakers + policies, plus deciders and team
 #: rosters when approval is required (measured by tests/governance/test_sends.py: 2 without, 3 with).
 GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS = 4
+#: Statements ``GET /api/mail`` (``outbound.mail_reads.list_mail``) runs for one page, whatever its size: the
+#: administrator check, the page of manifests, their recipients and their purge records (the last two only for
+#: a page that is not empty). Measured with ``db.meter`` and asserted by tests/api/test_mail_list.py (issue 20).
+MAIL_LIST_PAGE_MAX_STATEMENTS = 4
 
 # --- Butlers (seed 003; spec/butler.md) ----------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, exists, func, select
 
+from mailnode import budgets
 from mailnode.authz import is_admin
 from mailnode.errors import MailnodeError, not_found
 from mailnode.ids import parse_id
@@ -29,10 +30,8 @@ from mailnode.vocabulary.send_states import SendState, words_for
 #: The classes ``POST /api/mail`` sends; correspondence goes through ``POST /api/sends``.
 APPLICATION_CLASSES = (MailClass.REALTIME, MailClass.DEFERRABLE)
 
-#: Statements ``list_mail`` runs for one page at most, whatever its size: the administrator check, the page
-#: of manifests, their recipients and their purge records (the last two only for a page that is not empty).
-#: Counted (``db.meter``), asserted by tests/api/test_mail_list.py.
-LIST_STATEMENTS = 4
+#: Statements ``list_mail`` runs for one page at most, whatever its size (``budgets``).
+LIST_STATEMENTS = budgets.MAIL_LIST_PAGE_MAX_STATEMENTS
 
 
 @dataclass(frozen=True)
