@@ -335,8 +335,30 @@ DOMAIN_PAUSE_APPROVERS = 2
 GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS = 4
 #: Statements ``GET /api/mail`` (``outbound.mail_reads.list_mail``) runs for one page, whatever its size: the
 #: administrator check, the page of manifests, their recipients and their purge records (the last two only for
-#: a page that is not empty). Measured with ``db.meter`` and asserted by tests/api/test_mail_list.py (issue 20).
-MAIL_LIST_PAGE_MAX_STATEMENTS = 4
+#: a page that is not empty), and each recipient's events (the timeline, one statement since the send slice).
+#: Measured with ``db.meter`` and asserted by tests/api/test_mail_list.py (issue 20).
+MAIL_LIST_PAGE_MAX_STATEMENTS = 5
+#: Messages one ``POST /api/mail/batch`` takes (issue 20: "up to 100 messages"; Resend's batch endpoint takes
+#: the same 100, spec/resend.md). Measured by bench/mail_batch.py: 100 deferrable messages on SQLite.
+MAIL_BATCH_MAX = 100
+#: Tags one application mail may carry (sized: a mail is labelled by its kind and a campaign or two; Resend
+#: and Postmark attach a handful). Tags are for the application's own filtering (``GET /api/mail?tag=``).
+MAIL_TAGS_MAX = 10
+#: Longest tag, characters (sized: a label, not a sentence; an index key stays small).
+MAIL_TAG_MAX_CHARS = 64
+#: Metadata entries one application mail may carry, and the longest key and value in characters: Postmark's
+#: documented metadata bounds (10 fields, 20-character keys, 80-character values), so an application moving
+#: from it keeps its metadata as it is.
+MAIL_METADATA_MAX_KEYS = 10
+MAIL_METADATA_KEY_MAX_CHARS = 20
+MAIL_METADATA_VALUE_MAX_CHARS = 80
+#: Custom headers one application mail may carry (sized: List-Unsubscribe, its -Post companion and a few
+#: X- headers; every one is written into each hand-over).
+MAIL_HEADERS_MAX = 10
+#: Longest custom header value, characters: RFC 5322 §2.1.1's 998-character line, which the renderer may fold.
+MAIL_HEADER_VALUE_MAX_CHARS = 998
+#: Reply-To addresses one application mail may name (sized: RFC 5322 §3.6.2 allows a list; one or two in use).
+MAIL_REPLY_TO_MAX = 5
 
 # --- Butlers (seed 003; spec/butler.md) ----------------------------------------------------------
 

@@ -61,7 +61,7 @@ def test_an_application_lists_its_mail_newest_first_each_as_get_shows_it(cast: C
     for item in listed:
         assert item == cast.api.get(f"/api/mail/{item['id']}", headers=billing).json()["mail"]
     assert listed[0]["recipients"] == [{"address": "n2@remote.test", "kind": "to", "submission_state": "held",
-                                        "delivery_state": None}]
+                                        "delivery_state": None, "events": []}]
     assert r.json()["next_cursor"] is None
 
 
@@ -159,7 +159,13 @@ def test_filters_narrow_the_list(cast: Cast, apps: Any) -> None:
     ({"after": "0001-01-01T00:00:00+05:00"}, "query.after"),
     ({"after": "2026-02-01", "before": "2026-02-01"}, "query.before"),
     ({"cursor": "msg_01JDKZ8Q4M6V8R2T0W3X5Y7Z9A"}, "query.cursor"),
-    ({"tag": "welcome"}, "query.tag"),
+    ({"tag": "two words"}, "query.tag"),
+    ({"tag": "x" * 65}, "query.tag"),
+    ({"metadata": "order_id"}, "query.metadata"),
+    ({"metadata": ":42"}, "query.metadata"),
+    ({"metadata": "order id:42"}, "query.metadata"),
+    ({"metadata": "order_id:4\u00002"}, "query.metadata"),
+    ({"unknown": "x"}, "query.unknown"),
 ])
 def test_a_bad_filter_value_is_422_naming_it(cast: Cast, apps: Any, params: dict[str, str], field: str) -> None:
     billing, _ = apps

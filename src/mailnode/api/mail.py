@@ -32,20 +32,23 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Body, Header, Query
 from fastapi.responses import JSONResponse
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
 from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, address_filter, paged, query_invalid
+from mailnode.api.errors import validation_error
 from mailnode.api.models import Strict
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.outbound import mail_reads
 from mailnode.outbound.idempotency import Replay, check_key, fingerprint_of, one_key, seal_once
+from mailnode.outbound.mail_fields import is_metadata_entry, is_tag
+from mailnode.outbound.mail_send import MailAsk, seal_request
 from mailnode.outbound.realtime import send_realtime, unavailable
-from mailnode.outbound.seal import SealRequest, seal
+from mailnode.outbound.seal import seal
 from mailnode.schema.outbound import send_manifests
 from mailnode.vocabulary.mail_classes import MailClass, parse_mail_class
 from mailnode.vocabulary.send_states import SendState
@@ -55,18 +58,39 @@ router = APIRouter(prefix="/api/mail", tags=["mail"])
 _CLASSES = (MailClass.REALTIME, MailClass.DEFERRABLE)
 
 
+class MailAttachmentIn(Strict):
+    """One attachment: its filename (a base name), ``type/subtype`` and bytes as base64 (RFC 4648, padded)."""
+
+    filename: str
+    content_type: str = "application/octet-stream"
+    content: str
+
+
 class MailIn(Strict):
-    """Body of POST /api/mail (``class`` is ``realtime`` or ``deferrable``)."""
+    """Body of POST /api/mail (``class`` is ``realtime`` or ``deferrable``).
+
+    ``from`` (``"Name <address>"`` or ``"address"``: an address of a mailbox the caller may send from) or
+    ``mailbox_id``, or both naming the same mailbox; ``text`` and/or ``html``; ``reply_to`` a list of
+    addresses; ``headers`` a name->value object (``outbound.mail_fields``' allowlist); ``tags`` a list of
+    short labels; ``metadata`` a string->string object. Limits: ``budgets.MAIL_*``.
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    mailbox_id: str
+    mailbox_id: str | None = None
+    from_: str | None = Field(default=None, alias="from")
     mail_class: str = Field(alias="class")
     to: list[str] = Field(default_factory=list)
     cc: list[str] = Field(default_factory=list)
     bcc: list[str] = Field(default_factory=list)
+    reply_to: list[str] = Field(default_factory=list)
     subject: str
-    text: str
+    text: str | None = None
+    html: str | None = None
+    attachments: list[MailAttachmentIn] = Field(default_factory=list)
+    headers: dict[str, str] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, str] = Field(default_factory=dict)
     #: Or the ``Idempotency-Key`` header (``outbound.idempotency.one_key``); checked by ``check_key``.
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=budgets.IDEMPOTENCY_KEY_MAX_CHARS)
 
@@ -134,7 +158,7 @@ def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str,
         return mail_reads.read_mail(conn, org_id=org_id, author_id=author_id, send_id=send_id)
 
 
-def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSONResponse:
+def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> tuple[int, dict[str, Any]]:
     mail = mail_json(node, caller.org_id, caller.principal_id, send_id)
     if mail_class == MailClass.REALTIME.value:
         with node.read() as conn:
@@ -145,8 +169,8 @@ def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSO
             raise in_flight(send_id)
         if answer is not ReplayAnswer.HANDED_OVER:
             raise unavailable(send_id)
-        return JSONResponse({"mail": mail}, status_code=200)
-    return JSONResponse({"mail": mail}, status_code=202)
+        return 200, mail
+    return 202, mail
 
 
 def has_visible_character(text: str) -> bool:
@@ -164,23 +188,16 @@ _KEY_WHERE = "idempotency_key"
 _READ_AT = "GET /api/mail/{id}"
 
 
-@router.post("", status_code=202, responses={200: {"description": "realtime mail the provider accepted"},
-                                             503: {"description": "realtime mail could not be sent"}})
-def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
-              idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None) -> JSONResponse:
-    """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key.
-
-    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_IDEMPOTENCY_KEY_MISSING`` / ``E_IDEMPOTENCY_KEY_CONFLICT`` /
-    ``E_IDEMPOTENCY_KEY_MALFORMED`` / ``E_IDEMPOTENCY_KEY_RESERVED`` / ``E_MAIL_SUBJECT_EMPTY`` (422), the
-    seal's codes, ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime mail, ``E_REALTIME_TOO_MANY_RECIPIENTS``
-    (422), ``E_MAIL_IN_FLIGHT`` (409) or ``E_SEND_UNAVAILABLE`` (503).
-    """
+def send_one(node: Any, caller: Any, body: MailIn, header_key: str | None) -> tuple[int, dict[str, Any]]:
+    """Seal one application mail and answer ``(status, mail)``: 200 for realtime mail the provider took, 202
+    for deferrable mail; the codes of ``post_mail`` otherwise (raised). ``POST /api/mail`` and each item of
+    ``POST /api/mail/batch`` go through here, so a batch item is exactly the single request."""
     mail_class = parse_mail_class(body.mail_class)
     if mail_class is None or mail_class not in _CLASSES:
         raise invalid("E_MAIL_CLASS_UNKNOWN", f"{body.mail_class[:40]!r} is not a class this route sends.",
                       "POST /api/mail sends realtime or deferrable mail; correspondence goes through POST /api/sends.",
                       "Send class realtime or deferrable.", mail_class=body.mail_class[:40])
-    key = one_key(idempotency_key, body.idempotency_key)
+    key = one_key(header_key, body.idempotency_key)
     if key is None:
         raise invalid("E_IDEMPOTENCY_KEY_MISSING", "The mail has no idempotency key.",
                       "Application mail is sent under a key, so a retry after a lost answer never sends twice.",
@@ -191,8 +208,11 @@ def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
                       "Application mail needs a subject: providers refuse mail without one (Resend: "
                       "missing_required_field), and a realtime mail would fail after its request was spent.",
                       "Send a subject with at least one visible character.")
-    request = SealRequest(mailbox_id=body.mailbox_id, to=body.to, cc=body.cc, bcc=body.bcc, subject=body.subject,
-                          body=body.text, mail_class=mail_class.value, idempotency_key=key)
+    ask = MailAsk(mail_class=mail_class.value, key=key, subject=body.subject, mailbox_id=body.mailbox_id,
+                  from_=body.from_, to=body.to, cc=body.cc, bcc=body.bcc, text=body.text, html=body.html,
+                  attachments=[(a.filename, a.content_type, a.content) for a in body.attachments],
+                  reply_to=body.reply_to, headers=body.headers, tags=body.tags, metadata=body.metadata)
+    request = seal_request(node, org_id=caller.org_id, principal_id=caller.principal_id, ask=ask)
 
     def sealing() -> Any:
         if mail_class is MailClass.REALTIME:
@@ -203,6 +223,79 @@ def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
                      asked=lambda conn: fingerprint_of(request), seal=sealing, where=_KEY_WHERE, read_at=_READ_AT)
     send_id = done.send_id if isinstance(done, Replay) else done.id
     return _answer_sealed(node, caller, send_id, mail_class.value)
+
+
+@router.post("", status_code=202, responses={200: {"description": "realtime mail the provider accepted"},
+                                             503: {"description": "realtime mail could not be sent"}})
+def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
+              idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None) -> JSONResponse:
+    """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key.
+
+    Raises ``E_MAIL_CLASS_UNKNOWN`` / ``E_IDEMPOTENCY_KEY_MISSING`` / ``E_IDEMPOTENCY_KEY_CONFLICT`` /
+    ``E_IDEMPOTENCY_KEY_MALFORMED`` / ``E_IDEMPOTENCY_KEY_RESERVED`` / ``E_MAIL_SUBJECT_EMPTY`` /
+    ``E_MAIL_BODY_MISSING`` / ``E_MAIL_FROM_MISSING`` / ``E_MAIL_FROM_MISMATCH`` / ``E_ATTACHMENT_MALFORMED``
+    (422), ``E_MAY_NOT_SEND_FROM_ADDRESS`` (404), the seal's codes (``outbound.mail_fields``' among them),
+    ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime mail, ``E_REALTIME_TOO_MANY_RECIPIENTS`` (422),
+    ``E_MAIL_IN_FLIGHT`` (409) or ``E_SEND_UNAVAILABLE`` (503).
+    """
+    status, mail = send_one(node, caller, body, idempotency_key)
+    return JSONResponse({"mail": mail}, status_code=status)
+
+
+class BatchResult(BaseModel):
+    """One item's answer: its ``index`` in the batch, the ``status`` the single request would have answered,
+    and either ``mail`` (as ``GET /api/mail/{id}`` shows it) or ``error`` (the node's error body)."""
+
+    index: int
+    status: int
+    mail: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class BatchOut(BaseModel):
+    """``POST /api/mail/batch``'s answer: one result per item, in the items' order."""
+
+    results: list[BatchResult]
+
+
+def batch_too_large(observed: int) -> MailnodeError:
+    """422 ``E_MAIL_BATCH_TOO_LARGE``: more than ``budgets.MAIL_BATCH_MAX`` items."""
+    limit = budgets.MAIL_BATCH_MAX
+    return MailnodeError(code="E_MAIL_BATCH_TOO_LARGE", what=f"MAIL_BATCH_MAX is {limit}; this batch has {observed}.",
+                         why="A batch is answered in one response, item by item; a bounded batch keeps the "
+                             "request short.", fix=f"Split it into batches of at most {limit} messages.",
+                         status=422, detail={"limit_name": "MAIL_BATCH_MAX", "limit": limit, "observed": observed})
+
+
+@router.post("/batch", response_model=BatchOut,
+             responses={422: {"description": "not a JSON array, or more than MAIL_BATCH_MAX items "
+                                             "(E_REQUEST_INVALID, E_MAIL_BATCH_TOO_LARGE)"}})
+def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: CallerDep) -> BatchOut:
+    """Send up to ``budgets.MAIL_BATCH_MAX`` mails, each a ``POST /api/mail`` body with its own
+    ``idempotency_key``; 200 with one result per item in order. One bad item fails only itself: its result
+    carries the error body and status the single request would have answered (a 422, 404, 409 or 503), and
+    the others are sealed. A body that is not a JSON array is ``E_REQUEST_INVALID`` and one over the limit
+    ``E_MAIL_BATCH_TOO_LARGE`` (422), refused whole before any item is read. Items are sealed one after
+    another, so a repeated batch replays each item under its key.
+    """
+    if len(items) > budgets.MAIL_BATCH_MAX:
+        raise batch_too_large(len(items))
+    results = []
+    for index, item in enumerate(items):
+        try:
+            body = MailIn.model_validate(item)
+        except ValidationError as exc:
+            err = validation_error([{**e, "loc": (index, *e.get("loc", ()))} for e in exc.errors()])
+            results.append(BatchResult(index=index, status=err.status, error=err.to_json()))
+            continue
+        try:
+            status, mail = send_one(node, caller, body, None)
+        except MailnodeError as refused:
+            # The item's refusal is its answer, in place; the rest of the batch proceeds.
+            results.append(BatchResult(index=index, status=refused.status, error=refused.to_json()))
+            continue
+        results.append(BatchResult(index=index, status=status, mail=mail))
+    return BatchOut(results=results)
 
 
 def _instant(value: datetime | None, name: str) -> datetime | None:
@@ -220,21 +313,34 @@ def _instant(value: datetime | None, name: str) -> datetime | None:
 def list_mail(node: NodeDep, caller: CallerDep, page: SendPageDep, state: SendState | None = None,
               mail_class: Annotated[Literal["realtime", "deferrable"] | None, Query(alias="class")] = None,
               recipient: str | None = None, after: datetime | None = None,
-              before: datetime | None = None) -> dict[str, Any]:
+              before: datetime | None = None, tag: str | None = None,
+              metadata: str | None = None) -> dict[str, Any]:
     """The caller's application mail (an administrator's: the organisation's), newest first, each as
     ``GET /api/mail/{id}`` shows it: ``{"mail": [...], "next_cursor"}``.
 
     Filters: ``state`` (a send state), ``class`` (``realtime`` | ``deferrable``), ``recipient`` (an address in
     to, cc or bcc, compared case-insensitively), ``after`` (sealed at or after) and ``before`` (sealed
-    before): ISO 8601 dates (midnight UTC) or date-times (UTC when no offset is given). A value outside its
-    vocabulary, a malformed address or date, or ``before`` not later than ``after`` is 422
-    ``E_REQUEST_INVALID`` naming ``query.<name>``.
+    before): ISO 8601 dates (midnight UTC) or date-times (UTC when no offset is given); ``tag`` (the mail
+    carries this tag, exactly) and ``metadata=key:value`` (its metadata holds ``key`` with exactly ``value``;
+    split on the first colon, which no key may hold). A value outside its vocabulary, a malformed address,
+    date or metadata pair, or ``before`` not later than ``after`` is 422 ``E_REQUEST_INVALID`` naming
+    ``query.<name>``.
     """
     since, until = _instant(after, "after"), _instant(before, "before")
     if since is not None and until is not None and until <= since:
         raise query_invalid("before", before, "before must be later than after: nothing is sealed in an empty range")
+    if tag is not None and not is_tag(tag):
+        raise query_invalid("tag", tag, "a tag is 1 to MAIL_TAG_MAX_CHARS letters, digits or _ - . : /")
+    pair = None
+    if metadata is not None:
+        key, colon, value = metadata.partition(":")
+        if not colon or not is_metadata_entry(key, value):
+            raise query_invalid("metadata", metadata, "metadata is key:value with a metadata key (letters, digits, "
+                                                      "_ - .) and a printable value, e.g. order_id:42")
+        pair = (key, value)
     filters = mail_reads.MailFilter(state=state, mail_class=MailClass(mail_class) if mail_class else None,
-                                    recipient=address_filter(recipient, "recipient"), after=since, before=until)
+                                    recipient=address_filter(recipient, "recipient"), after=since, before=until,
+                                    tag=tag, metadata=pair)
     with node.read() as conn:
         items = mail_reads.list_mail(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                      filters=filters, limit=page.limit, cursor=page.cursor)

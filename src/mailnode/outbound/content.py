@@ -34,8 +34,11 @@ def _attachment_error(index: int, why: str, fix: str, **detail: object) -> Mailn
                    index=index, **detail)
 
 
-def decode_attachment(index: int, filename: str, content_type: str, content_base64: str) -> OutboundAttachment:
-    """One attachment from an API request: ``content_base64`` (RFC 4648 §4, padding required) decoded.
+def decode_attachment(index: int, filename: str, content_type: str, content_base64: str,
+                      field: str = "content_base64") -> OutboundAttachment:
+    """One attachment from an API request: ``content_base64`` (RFC 4648 §4, padding required) decoded;
+    ``field`` is what the route calls it (``content_base64`` on ``POST /api/sends``, ``content`` on
+    ``POST /api/mail``).
 
     Raises ``E_ATTACHMENT_MALFORMED`` (422) naming ``index`` (0-based) when the base64 does not decode.
     The name and type are judged by ``check_content``.
@@ -43,7 +46,7 @@ def decode_attachment(index: int, filename: str, content_type: str, content_base
     try:
         data = base64.b64decode(content_base64, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise _attachment_error(index, f"content_base64 is not base64 ({exc}).",
+        raise _attachment_error(index, f"{field} is not base64 ({exc}).",
                                 "Send the file's bytes base64 encoded (RFC 4648, with padding).",
                                 filename=filename[:200]) from exc
     return OutboundAttachment(filename=filename, content_type=content_type.strip().lower(), data=data)

@@ -99,7 +99,7 @@ from mailnode.governance.provider import (
 from mailnode.node import Node
 from mailnode.outbound import handover
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
-from mailnode.outbound.render import OutboundAttachment, attachments_of
+from mailnode.outbound.render import OutboundAttachment, attachments_of, written_address
 from mailnode.outbound.return_path import bounce_domain_for, verp_address
 from mailnode.retention import io as retention_io
 from mailnode.schema.outbound import send_manifests, send_recipients
@@ -229,13 +229,16 @@ def _submission(row: Any, rec: Any, rendered: bytes, text: str, bounce_domain: s
         headers.append(("References", row.references_header))
     if row.auto_submitted:
         headers.append(("Auto-Submitted", row.auto_submitted))
+    # Application mail's custom headers (outbound.mail_fields' allowlist) travel as the rendered ones do.
+    headers.extend((str(n), str(v)) for n, v in (row.custom_headers or []))
     return Submission(
         manifest_id=row.id, recipient_id=rec.id, recipient=rec.address,
         envelope_from=verp_address(rec.id, bounce_domain), rendered=rendered,
-        message_id=f"<{row.rfc_message_id}>", from_header=row.envelope_from, to=tuple(row.to_addresses),
-        cc=tuple(row.cc_addresses), bcc=tuple(row.bcc_addresses), subject=row.subject, text=text,
-        headers=tuple(headers), html=html,
+        message_id=f"<{row.rfc_message_id}>", from_header=written_address(row.envelope_from, row.from_name),
+        to=tuple(row.to_addresses), cc=tuple(row.cc_addresses), bcc=tuple(row.bcc_addresses), subject=row.subject,
+        text=text, headers=tuple(headers), html=html,
         attachments=tuple((a.filename, a.content_type, a.data) for a in attachments),
+        reply_to=tuple(str(a) for a in (row.reply_to or [])),
     )
 
 

@@ -6,7 +6,8 @@ repeats the request under the same key and gets the send the first request seale
 a ``Replay``) instead of sealing it twice; the key is stored on the manifest, unique per organisation and
 author (``uq_send_manifests_idempotency``), so two requests racing on one key seal once and the loser
 replays the winner. The same key with a different mail (``differing_fields``: another mailbox, class,
-recipient set or their display names, subject, text, HTML part, attachments or reply parent) is refused
+recipient set or their display names, subject, text, HTML part, attachments, reply parent, From display
+name, Reply-To, custom headers, tags or metadata) is refused
 ``E_IDEMPOTENCY_KEY_REUSED`` (409, ``detail.send_id`` the first send, ``detail.differs`` the fields), so a caller is
 never told that a mail it did not send was sent. ``check_key`` refuses, before anything is read or sealed, a key that is
 empty, longer than ``budgets.IDEMPOTENCY_KEY_MAX_CHARS``, or holds a control character
@@ -31,6 +32,7 @@ from mailnode.audit import audit_entries
 from mailnode.db import integrity
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.node import Node
+from mailnode.outbound.mail_fields import check_extras
 from mailnode.outbound.seal import SealRequest, validate_recipients
 from mailnode.schema.outbound import send_manifests
 
@@ -104,6 +106,11 @@ class MailFingerprint:
         names: ``(address lower-cased, display name)`` of the To and Cc recipients that have one, sorted.
         html_sha256: hex SHA-256 of the HTML part's UTF-8, or None for text only.
         attachments: ``(filename, content_type, sha256)`` of each attachment, in order.
+        from_name: the From display name, or None.
+        reply_to: the Reply-To addresses as written (``Name <addr>``), in order.
+        headers: the custom headers ``(name, value)``, in order.
+        tags: the tags, in order.
+        metadata: ``(key, value)`` sorted by key.
     """
 
     mailbox_id: str
@@ -117,11 +124,17 @@ class MailFingerprint:
     names: tuple[tuple[str, str], ...] = ()
     html_sha256: str | None = None
     attachments: tuple[tuple[str, str, str], ...] = ()
+    from_name: str | None = None
+    reply_to: tuple[str, ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    tags: tuple[str, ...] = ()
+    metadata: tuple[tuple[str, str], ...] = ()
 
 
 #: The fields ``differing_fields`` compares, in the order it names them.
 FINGERPRINT_FIELDS: tuple[str, ...] = ("mailbox_id", "mail_class", "to", "cc", "bcc", "subject", "text",
-                                       "in_reply_to_message_id", "display_names", "html", "attachments")
+                                       "in_reply_to_message_id", "display_names", "html", "attachments",
+                                       "from_name", "reply_to", "headers", "tags", "metadata")
 
 
 def differing_fields(stored: MailFingerprint, asked: MailFingerprint) -> tuple[str, ...]:
@@ -136,7 +149,10 @@ def differing_fields(stored: MailFingerprint, asked: MailFingerprint) -> tuple[s
              "text": (stored.text_sha256, asked.text_sha256),
              "in_reply_to_message_id": (stored.in_reply_to_message_id, asked.in_reply_to_message_id),
              "display_names": (stored.names, asked.names), "html": (stored.html_sha256, asked.html_sha256),
-             "attachments": (stored.attachments, asked.attachments)}
+             "attachments": (stored.attachments, asked.attachments),
+             "from_name": (stored.from_name, asked.from_name), "reply_to": (stored.reply_to, asked.reply_to),
+             "headers": (stored.headers, asked.headers), "tags": (stored.tags, asked.tags),
+             "metadata": (stored.metadata, asked.metadata)}
     return tuple(name for name in FINGERPRINT_FIELDS if pairs[name][0] != pairs[name][1])
 
 
@@ -148,6 +164,8 @@ def fingerprint_of(request: SealRequest) -> MailFingerprint:
     """The fingerprint of a composition, its recipients normalised as the seal normalises them (the seal's
     422s apply: ``E_ADDRESS_MALFORMED``, ``E_NO_RECIPIENTS`` ...)."""
     recipients = validate_recipients(request.to, request.cc, request.bcc)
+    extras = check_extras(request.from_name, request.reply_to, request.headers, request.tags, request.metadata,
+                          text_part=request.text_part, html=request.html)
     by_kind = {kind: _sorted_lower(a.address for k, a in recipients if k == kind) for kind in ("to", "cc", "bcc")}
     names = {a.key: a.display_name for k, a in recipients if k != "bcc" and a.display_name}
     return MailFingerprint(mailbox_id=request.mailbox_id, mail_class=request.mail_class, to=by_kind["to"],
@@ -158,7 +176,9 @@ def fingerprint_of(request: SealRequest) -> MailFingerprint:
                            html_sha256=(hashlib.sha256(request.html.encode("utf-8")).hexdigest()
                                         if request.html is not None else None),
                            attachments=tuple((a.filename, a.content_type, hashlib.sha256(a.data).hexdigest())
-                                             for a in request.attachments))
+                                             for a in request.attachments),
+                           from_name=request.from_name, reply_to=tuple(extras.reply_to_written()),
+                           headers=extras.headers, tags=extras.tags, metadata=extras.metadata)
 
 
 def fingerprint_of_send(conn: Connection, send_id: str) -> MailFingerprint:
@@ -166,7 +186,8 @@ def fingerprint_of_send(conn: Connection, send_id: str) -> MailFingerprint:
     m = send_manifests.c
     row = conn.execute(select(m.mailbox_id, m.mail_class, m.to_addresses, m.cc_addresses, m.bcc_addresses,
                               m.subject, m.body_typed_sha256, m.in_reply_to_message_id, m.display_names,
-                              m.body_html_sha256, m.attachments)
+                              m.body_html_sha256, m.attachments, m.from_name, m.reply_to, m.custom_headers,
+                              m.tags, m.metadata)
                        .where(m.id == send_id)).one()
     return MailFingerprint(mailbox_id=row.mailbox_id, mail_class=row.mail_class, to=_sorted_lower(row.to_addresses),
                            cc=_sorted_lower(row.cc_addresses), bcc=_sorted_lower(row.bcc_addresses),
@@ -175,7 +196,11 @@ def fingerprint_of_send(conn: Connection, send_id: str) -> MailFingerprint:
                            names=tuple(sorted((str(k), str(v)) for k, v in (row.display_names or {}).items())),
                            html_sha256=row.body_html_sha256,
                            attachments=tuple((str(a["filename"]), str(a["content_type"]), str(a["sha256"]))
-                                             for a in (row.attachments or [])))
+                                             for a in (row.attachments or [])),
+                           from_name=row.from_name, reply_to=tuple(str(a) for a in (row.reply_to or [])),
+                           headers=tuple((str(n), str(v)) for n, v in (row.custom_headers or [])),
+                           tags=tuple(str(t) for t in (row.tags or [])),
+                           metadata=tuple(sorted((str(k), str(v)) for k, v in (row.metadata or {}).items())))
 
 
 def sealed_from_draft(conn: Connection, send_id: str) -> str | None:

@@ -31,6 +31,7 @@ from typing import Literal
 from mailnode import budgets
 from mailnode.addresses import reject_header_injection
 from mailnode.errors import MailnodeError, invalid
+from mailnode.outbound.mail_fields import header_allowed
 
 #: ``Auto-Submitted`` values mailnode writes (RFC 3834 §5): a Butler's mail answers a message
 #: (``auto-replied``); the node's own notices are generated (``auto-generated``).
@@ -82,6 +83,10 @@ class OutboundMessage:
         names: ``(address lower-cased, display name)`` pairs for the To and Cc addresses that have one.
         html: an HTML alternative to ``body`` (text/html UTF-8), or None.
         attachments: attached after the body, in order.
+        reply_to: ``(address, display name or "")`` pairs written as Reply-To (RFC 5322 §3.6.2), or ().
+        extra_headers: custom headers ``(name, value)`` (``outbound.mail_fields.header_allowed`` names only),
+            written after the node's own headers.
+        plain: False for an HTML-only message: the body is the ``html`` part alone (text/html), no text part.
     """
 
     from_address: str
@@ -99,6 +104,9 @@ class OutboundMessage:
     names: tuple[tuple[str, str], ...] = ()
     html: str | None = None
     attachments: tuple[OutboundAttachment, ...] = ()
+    reply_to: tuple[tuple[str, str], ...] = ()
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    plain: bool = True
 
 
 def make_message_id(send_id: str, sending_domain: str) -> str:
@@ -163,17 +171,20 @@ def _check_msg_id(field: str, value: str) -> str:
 def render(message: OutboundMessage) -> bytes:
     """Render ``message`` as RFC 5322 bytes with CRLF line endings.
 
-    Headers, in order: From, To, Cc (only when non-empty), Subject, Date, Message-ID, In-Reply-To and
-    References (only for a reply; References bounded by ``bound_references``), Auto-Submitted (when
-    set), then MIME-Version and a text/plain; charset="utf-8" body (RFC 2045/2046); with ``html`` a
-    multipart/alternative of both, with ``attachments`` a multipart/mixed (see the module docstring).
+    Headers, in order: From, To, Cc (only when non-empty), Reply-To (when given), Subject, Date, Message-ID,
+    In-Reply-To and References (only for a reply; References bounded by ``bound_references``),
+    Auto-Submitted (when set), the custom headers (``extra_headers``), then MIME-Version and a text/plain;
+    charset="utf-8" body (RFC 2045/2046); with ``html`` a multipart/alternative of both (or text/html alone
+    when ``plain`` is False), with ``attachments`` a
+    multipart/mixed (see the module docstring).
     Bcc is never written; a display name (``names``) is written before its address, RFC 2047 encoded.
 
     Raises ``E_HEADER_INJECTION`` (422) for a line break (anything ``str.splitlines`` breaks on) or a control
     character but HT in any header value, ``E_TEXT_MALFORMED`` (422) for a lone surrogate in one
     (``addresses.header_fault``), ``E_HEADER_MALFORMED`` (422)
     for a Message-ID, In-Reply-To or References entry that is not ``<left@right>``, an ``Auto-Submitted``
-    value outside ``AUTO_SUBMITTED_VALUES``, a naive ``date``, or a send with no To/Cc/Bcc recipient.
+    value outside ``AUTO_SUBMITTED_VALUES``, a naive ``date``, a send with no To/Cc/Bcc recipient, a custom
+    header ``outbound.mail_fields.header_allowed`` does not allow, or an HTML-only message without HTML.
     """
     if not (message.to or message.cc or message.bcc):
         raise _malformed("To", "", "A message needs at least one recipient.")
@@ -195,12 +206,23 @@ def render(message: OutboundMessage) -> bytes:
     names = dict(message.names)
     for name in names.values():
         reject_header_injection("To", name)
+    for address, name in message.reply_to:
+        reject_header_injection("Reply-To", address)
+        reject_header_injection("Reply-To", name)
+    for field, value in message.extra_headers:
+        if header_allowed(field) != field:
+            raise _malformed(field, value, "Only the custom headers outbound.mail_fields allows are written.")
+        reject_header_injection(field, value)
+    if not message.plain and message.html is None:
+        raise _malformed("Content-Type", "text/html", "An HTML-only message needs its HTML part.")
     msg = EmailMessage(policy=_POLICY)
     msg["From"] = _address(message.from_address, message.from_name or "")
     if message.to:
         msg["To"] = [_address(a, names.get(a.lower(), "")) for a in message.to]
     if message.cc:
         msg["Cc"] = [_address(a, names.get(a.lower(), "")) for a in message.cc]
+    if message.reply_to:
+        msg["Reply-To"] = [_address(a, n) for a, n in message.reply_to]
     msg["Subject"] = message.subject
     msg["Date"] = format_datetime(message.date.astimezone(UTC))
     msg["Message-ID"] = message.message_id
@@ -210,11 +232,18 @@ def render(message: OutboundMessage) -> bytes:
         msg["References"] = " ".join(references)
     if message.auto_submitted:
         msg["Auto-Submitted"] = message.auto_submitted
+    for field, value in message.extra_headers:
+        msg[field] = value
     # Written before the content so it precedes Content-Type (set_content only adds it when absent).
     msg["MIME-Version"] = "1.0"
-    msg.set_content(message.body, subtype="plain", charset="utf-8")
-    if message.html is not None:
-        msg.add_alternative(message.html, subtype="html", charset="utf-8")
+    if not message.plain and message.html is not None:
+        # HTML only: nothing is derived from it (a text part made by stripping tags would be words the
+        # sender never wrote), so the message is the one text/html part the caller gave.
+        msg.set_content(message.html, subtype="html", charset="utf-8")
+    else:
+        msg.set_content(message.body, subtype="plain", charset="utf-8")
+        if message.html is not None:
+            msg.add_alternative(message.html, subtype="html", charset="utf-8")
     for att in message.attachments:
         reject_header_injection("filename", att.filename)
         if att.content_type == "message/rfc822":

@@ -12,7 +12,9 @@ Order, each step refusing before anything is stored:
    surrogate anywhere or a NUL in the body ``E_TEXT_MALFORMED`` (422), a Subject over
    ``budgets.SEND_SUBJECT_MAX_CHARS`` ``E_SUBJECT_TOO_LONG`` (422), a body over ``budgets.SEND_BODY_MAX_BYTES``
    ``E_BODY_TOO_LARGE`` (413); then the HTML part and attachments (``outbound.content.check_content``:
-   ``E_TOO_MANY_ATTACHMENTS``, ``E_ATTACHMENT_MALFORMED`` 422, ``E_SEND_TOO_LARGE`` 413). A recipient may
+   ``E_TOO_MANY_ATTACHMENTS``, ``E_ATTACHMENT_MALFORMED`` 422, ``E_SEND_TOO_LARGE`` 413), then application
+   mail's own fields (``outbound.mail_fields.check_extras``: From display name, Reply-To, custom headers,
+   tags, metadata, and a body in text or HTML; 422 codes there). A recipient may
    carry a display name (``addresses.parse_recipient``), kept in ``display_names`` and written in the headers;
 4. a reply parent the author can read (``mailbox.content.read``), else ``E_NO_SUCH_PARENT`` (404);
 5. the bytes rendered (``outbound.render``), and the typed body, the normalised body, the HTML part (when
@@ -74,7 +76,7 @@ from mailnode.governance.provider import ProviderStatus, may_send
 from mailnode.ids import new_id, parse_id, prefix_of
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
-from mailnode.outbound import gates
+from mailnode.outbound import gates, mail_fields
 from mailnode.outbound.content import check_content
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (
@@ -91,7 +93,7 @@ from mailnode.schema.governance import approvals
 from mailnode.schema.governance_provider import provider_status
 from mailnode.schema.mail import mailbox_addresses, mailboxes
 from mailnode.schema.mail_messages import messages
-from mailnode.schema.outbound import drafts, send_manifests, send_recipients
+from mailnode.schema.outbound import drafts, send_manifests, send_metadata, send_recipients, send_tags
 from mailnode.search import documents as search_documents
 from mailnode.search import index as search_index
 from mailnode.vocabulary.mail_classes import DEFAULT_MAIL_CLASS, MailClass, parse_mail_class
@@ -128,6 +130,12 @@ class SealRequest:
         idempotency_key: the caller's key, unique per (organisation, author); written on the manifest.
         html: an HTML alternative to ``body`` (rendered multipart/alternative), or None.
         attachments: files attached after the body (``outbound.content`` bounds them).
+        from_name: the From display name (application mail's ``from``), or None.
+        reply_to: Reply-To addresses as typed (``outbound.mail_fields.check_reply_to``).
+        headers: custom headers ``(name, value)`` (``outbound.mail_fields.check_headers``: an allowlist).
+        tags: the application's labels (``outbound.mail_fields.check_tags``); never written into the mail.
+        metadata: ``(key, value)`` pairs (``outbound.mail_fields.check_metadata``); never written into the mail.
+        text_part: False for HTML-only mail (``body`` is then empty and ``html`` the one part).
     """
 
     mailbox_id: str
@@ -148,6 +156,12 @@ class SealRequest:
     idempotency_key: str | None = None
     html: str | None = None
     attachments: tuple[OutboundAttachment, ...] = ()
+    from_name: str | None = None
+    reply_to: tuple[str, ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    tags: tuple[str, ...] = ()
+    metadata: tuple[tuple[str, str], ...] = ()
+    text_part: bool = True
 
 
 @dataclass(frozen=True)
@@ -424,6 +438,8 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     correspondence = mail_class is MailClass.CORRESPONDENCE
     check_composition(request.subject, request.body)
     check_content(request.body, request.html, request.attachments)
+    extras = mail_fields.check_extras(request.from_name, request.reply_to, request.headers, request.tags,
+                                      request.metadata, text_part=request.text_part, html=request.html)
     recipients = validate_recipients(request.to, request.cc, request.bcc)
     with node.read() as conn:
         f = _read_facts(conn, org_id, author_id, request, node.settings.transport)
@@ -451,7 +467,10 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
     rendered = render(OutboundMessage(from_address=f.sender, to=to, cc=cc, bcc=bcc, subject=request.subject,
                                       date=now, message_id=message_id, body=request.body, in_reply_to=in_reply_to,
                                       references=references, auto_submitted=auto, names=tuple(names.items()),
-                                      html=request.html, attachments=request.attachments))
+                                      html=request.html, attachments=request.attachments,
+                                      from_name=request.from_name,
+                                      reply_to=tuple((a.address, a.display_name or "") for a in extras.reply_to),
+                                      extra_headers=extras.headers, plain=request.text_part))
     # The evidence is written before any row that names it (a blob without a row is harmless).
     typed_sha = node.evidence.put(request.body.encode("utf-8"))
     normalised_sha = node.evidence.put(normalise_body(request.body).encode("utf-8"))
@@ -502,7 +521,17 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             policy_outcome=gov.policy.outcome.value if correspondence else None,
             policy_versions=gov.policy.version_ids if correspondence else None,
             display_names=names or None, body_html_sha256=html_sha, attachments=attached or None,
+            from_name=request.from_name, reply_to=extras.reply_to_written() or None,
+            custom_headers=[list(h) for h in extras.headers] or None, tags=list(extras.tags) or None,
+            metadata=dict(extras.metadata) or None,
         ))
+        # Application mail's labels, as rows its list filters on by index (one statement each, only when given).
+        if extras.tags:
+            conn.execute(send_tags.insert(), [{"manifest_id": send_id, "tag": t, "org_id": org_id}
+                                              for t in extras.tags])
+        if extras.metadata:
+            conn.execute(send_metadata.insert(), [{"manifest_id": send_id, "key": k, "value": v, "org_id": org_id}
+                                                  for k, v in extras.metadata])
         conn.execute(send_recipients.insert(), [
             {"id": new_id("srp"), "org_id": org_id, "manifest_id": send_id, "kind": k, "address": a.address,
              "submission_state": decision.state.value, "submission_state_at": now, "created_at": now}

@@ -61,6 +61,16 @@ send_manifests = Table(
     #: ``[{filename, content_type, size_bytes, sha256}]`` of the attachments, in order, or NULL (0015). The
     #: bytes live only inside the rendered message, so retention deletes them with it.
     Column("attachments", JSONText, nullable=True),
+    #: The From display name an application gave (``POST /api/mail`` ``from``), or NULL (0023).
+    Column("from_name", Text, nullable=True),
+    #: ``["Name <addr>" | "addr", ...]``: the Reply-To addresses as written, or NULL (0023).
+    Column("reply_to", JSONText, nullable=True),
+    #: ``[[name, value], ...]``: the custom headers written (``outbound.mail_fields``), or NULL (0023).
+    Column("custom_headers", JSONText, nullable=True),
+    #: ``[tag, ...]`` and ``{key: value}`` an application labelled its mail with, or NULL (0023); the rows of
+    #: ``send_tags`` and ``send_metadata`` are the same facts, indexed for ``GET /api/mail``'s filters.
+    Column("tags", JSONText, nullable=True),
+    Column("metadata", JSONText, nullable=True),
     Index("ix_send_manifests_due", "state", "release_at"),
     Index("ix_send_manifests_lease", "state", "lease_until"),
     Index("ix_send_manifests_mailbox", "mailbox_id", "id"),
@@ -125,6 +135,27 @@ send_recipient_events = Table(
     Index("uq_send_recipient_events_source", "source", "source_event_id", unique=True),
     Index("ix_send_recipient_events_attributed", "org_id", "event_type", "received_at"),
     Index("ix_send_recipient_events_manifest", "manifest_id"),
+)
+
+#: One row per tag of an application mail (0023): ``GET /api/mail?tag=`` finds a page by index.
+send_tags = Table(
+    "send_tags",
+    metadata,
+    Column("manifest_id", String(40), ForeignKey("send_manifests.id"), primary_key=True),
+    Column("tag", String(64), primary_key=True),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Index("ix_send_tags_tag", "org_id", "tag", "manifest_id"),
+)
+
+#: One row per metadata entry of an application mail (0023): ``GET /api/mail?metadata=key:value``.
+send_metadata = Table(
+    "send_metadata",
+    metadata,
+    Column("manifest_id", String(40), ForeignKey("send_manifests.id"), primary_key=True),
+    Column("key", String(20), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("org_id", String(40), ForeignKey("organisations.id"), nullable=False),
+    Index("ix_send_metadata_entry", "org_id", "key", "value", "manifest_id"),
 )
 
 drafts = Table(

@@ -78,6 +78,7 @@ class Submission:
             ``Auto-Submitted``), as (name, value) pairs.
         html: the HTML alternative, or None (text only).
         attachments: ``(filename, content_type, bytes)`` of each attachment, in order.
+        reply_to: the Reply-To addresses as header values (``Name <addr>`` or ``addr``), or ().
     """
 
     manifest_id: str
@@ -95,6 +96,7 @@ class Submission:
     headers: tuple[tuple[str, str], ...] = ()
     html: str | None = None
     attachments: tuple[tuple[str, str, bytes], ...] = ()
+    reply_to: tuple[str, ...] = ()
 
     @property
     def idempotency_key(self) -> str:

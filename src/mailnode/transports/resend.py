@@ -139,15 +139,20 @@ def request_body(request: Submission) -> bytes:
 
     ``to`` is the one recipient of this submission (whatever list it came from), so each recipient gets
     its own email id and no copy names a Bcc recipient. Threading and ``Auto-Submitted`` travel in
-    ``headers``; structural headers never do (spec/resend.md §1.4). An HTML part is ``html``, attachments are
+    ``headers``, with an application's custom headers; structural headers never do (spec/resend.md §1.4).
+    An HTML part is ``html`` (HTML-only mail sends no ``text``), Reply-To ``reply_to``, attachments are
     ``attachments`` (base64 ``content``, ``filename``, ``content_type``; §1.3).
     """
     payload: dict[str, Any] = {
         "from": request.from_header,
         "to": [request.recipient],
         "subject": request.subject,
-        "text": request.text,
     }
+    # HTML-only mail has no text part: the provider gets html alone, as the rendered bytes carry it.
+    if request.text or request.html is None:
+        payload["text"] = request.text
+    if request.reply_to:
+        payload["reply_to"] = list(request.reply_to)
     if request.headers:
         payload["headers"] = {name: value for name, value in request.headers}
     # A send's HTML part and attachments travel as Resend's own fields (spec/resend.md §1.2, §1.3).
