@@ -175,9 +175,9 @@ def check_reply_to(values: Sequence[str]) -> tuple[NormalisedAddress, ...]:
     """The Reply-To addresses (RFC 5322 §3.6.2), each with its display name, repeats removed.
 
     Raises ``E_MAIL_TOO_MANY_REPLY_TO`` (422, over ``budgets.MAIL_REPLY_TO_MAX``) and what
-    ``addresses.parse_recipient`` raises naming ``reply_to`` (``E_ADDRESS_MALFORMED``, ``E_HEADER_INJECTION``).
+    ``addresses.parse_recipient`` raises naming ``reply-to`` (``E_ADDRESS_MALFORMED``, ``E_HEADER_INJECTION``).
     """
-    parsed = {a.key: a for a in (parse_recipient(v, "reply_to") for v in values)}
+    parsed = {a.key: a for a in (parse_recipient(v, "reply-to") for v in values)}
     if len(parsed) > budgets.MAIL_REPLY_TO_MAX:
         raise _limit("E_MAIL_TOO_MANY_REPLY_TO", "MAIL_REPLY_TO_MAX", budgets.MAIL_REPLY_TO_MAX, len(parsed),
                      "Replies go to a few addresses at most.", "Name fewer reply_to addresses.")
