@@ -193,3 +193,32 @@ def test_a_page_costs_the_same_statements_whatever_its_size(cast: Cast, apps: An
     many = statements(cast.app_id), statements(cast.installed.user_id)
     assert [n for n, _ in few] == [2, 2] and [n for n, _ in many] == [12, 12]
     assert [c for _, c in few] == [c for _, c in many] == [LIST_STATEMENTS, LIST_STATEMENTS]
+
+
+def _labelled(cast: Cast, headers: dict[str, str], tags: list[str], metadata: dict[str, str]) -> str:
+    r = cast.api.post("/api/mail", json={"from": "support@example.test", "class": "deferrable",
+                                         "to": ["ann@remote.test"], "subject": "Receipt", "text": "Thank you.",
+                                         "tags": tags, "metadata": metadata, "idempotency_key": f"k-{next(_KEYS)}"},
+                      headers=headers)
+    assert r.status_code == 202, r.text
+    return str(r.json()["mail"]["id"])
+
+
+def test_the_list_filters_by_tag_and_by_metadata(cast: Cast, apps: Any) -> None:
+    billing, shipping = apps
+    welcome = _labelled(cast, billing, ["welcome", "campaign:a"], {"order_id": "42", "customer": "ann"})
+    invoice = _labelled(cast, billing, ["invoice"], {"order_id": "42"})
+    other = _labelled(cast, billing, ["invoice", "campaign:a"], {"order_id": "43"})
+    theirs = _labelled(cast, shipping, ["invoice"], {"order_id": "42"})
+    assert _ids(cast, billing, tag="invoice") == [other, invoice]
+    assert _ids(cast, billing, tag="campaign:a") == [other, welcome]
+    assert _ids(cast, billing, tag="Invoice") == []
+    assert _ids(cast, billing, metadata="order_id:42") == [invoice, welcome]
+    assert _ids(cast, billing, metadata="customer:ann") == [welcome]
+    assert _ids(cast, billing, metadata="order_id:4") == []
+    assert _ids(cast, billing, tag="invoice", metadata="order_id:42") == [invoice]
+    # An administrator lists the organisation's; the filters hold for it too.
+    assert _ids(cast, cast.admin, tag="invoice", metadata="order_id:42") == [theirs, invoice]
+    listed = cast.api.get("/api/mail", params={"tag": "welcome"}, headers=billing).json()["mail"]
+    assert listed[0]["tags"] == ["welcome", "campaign:a"]
+    assert listed[0]["metadata"] == {"customer": "ann", "order_id": "42"}
