@@ -158,19 +158,21 @@ def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str,
         return mail_reads.read_mail(conn, org_id=org_id, author_id=author_id, send_id=send_id)
 
 
-def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> tuple[int, dict[str, Any]]:
-    mail = mail_json(node, caller.org_id, caller.principal_id, send_id)
-    if mail_class == MailClass.REALTIME.value:
-        with node.read() as conn:
-            row = conn.execute(select(send_manifests.c.state, send_manifests.c.lease_until)
-                               .where(send_manifests.c.id == send_id)).one()
-        answer = realtime_replay_answer(row.state, claimed=row.lease_until is not None)
-        if answer is ReplayAnswer.IN_FLIGHT:
-            raise in_flight(send_id)
-        if answer is not ReplayAnswer.HANDED_OVER:
-            raise unavailable(send_id)
-        return 200, mail
-    return 202, mail
+def _answer_status(node: Any, send_id: str, mail_class: str) -> int:
+    """The status a request that sealed (or replayed) ``send_id`` answers: 202 for deferrable mail; for
+    realtime mail 200 once handed over, else ``E_MAIL_IN_FLIGHT`` (409) or ``E_SEND_UNAVAILABLE`` (503),
+    raised (``realtime_replay_answer``)."""
+    if mail_class != MailClass.REALTIME.value:
+        return 202
+    with node.read() as conn:
+        row = conn.execute(select(send_manifests.c.state, send_manifests.c.lease_until)
+                           .where(send_manifests.c.id == send_id)).one()
+    answer = realtime_replay_answer(row.state, claimed=row.lease_until is not None)
+    if answer is ReplayAnswer.IN_FLIGHT:
+        raise in_flight(send_id)
+    if answer is not ReplayAnswer.HANDED_OVER:
+        raise unavailable(send_id)
+    return 200
 
 
 def has_visible_character(text: str) -> bool:
@@ -188,10 +190,12 @@ _KEY_WHERE = "idempotency_key"
 _READ_AT = "GET /api/mail/{id}"
 
 
-def send_one(node: Any, caller: Any, body: MailIn, header_key: str | None) -> tuple[int, dict[str, Any]]:
-    """Seal one application mail and answer ``(status, mail)``: 200 for realtime mail the provider took, 202
-    for deferrable mail; the codes of ``post_mail`` otherwise (raised). ``POST /api/mail`` and each item of
-    ``POST /api/mail/batch`` go through here, so a batch item is exactly the single request."""
+def seal_one(node: Any, caller: Any, body: MailIn, header_key: str | None,
+             senders: dict[Any, Any] | None = None) -> tuple[int, str]:
+    """Seal one application mail and answer ``(status, send id)``: 200 for realtime mail the provider took,
+    202 for deferrable mail; the codes of ``post_mail`` otherwise (raised). ``POST /api/mail`` and each item
+    of ``POST /api/mail/batch`` go through here, so a batch item is exactly the single request; ``senders``
+    as ``outbound.mail_send.seal_request`` takes it."""
     mail_class = parse_mail_class(body.mail_class)
     if mail_class is None or mail_class not in _CLASSES:
         raise invalid("E_MAIL_CLASS_UNKNOWN", f"{body.mail_class[:40]!r} is not a class this route sends.",
@@ -212,7 +216,7 @@ def send_one(node: Any, caller: Any, body: MailIn, header_key: str | None) -> tu
                   from_=body.from_, to=body.to, cc=body.cc, bcc=body.bcc, text=body.text, html=body.html,
                   attachments=[(a.filename, a.content_type, a.content) for a in body.attachments],
                   reply_to=body.reply_to, headers=body.headers, tags=body.tags, metadata=body.metadata)
-    request = seal_request(node, org_id=caller.org_id, principal_id=caller.principal_id, ask=ask)
+    request = seal_request(node, org_id=caller.org_id, principal_id=caller.principal_id, ask=ask, senders=senders)
 
     def sealing() -> Any:
         if mail_class is MailClass.REALTIME:
@@ -222,7 +226,7 @@ def send_one(node: Any, caller: Any, body: MailIn, header_key: str | None) -> tu
     done = seal_once(node, org_id=caller.org_id, author_id=caller.principal_id, key=key,
                      asked=lambda conn: fingerprint_of(request), seal=sealing, where=_KEY_WHERE, read_at=_READ_AT)
     send_id = done.send_id if isinstance(done, Replay) else done.id
-    return _answer_sealed(node, caller, send_id, mail_class.value)
+    return _answer_status(node, send_id, mail_class.value), send_id
 
 
 @router.post("", status_code=202, responses={200: {"description": "realtime mail the provider accepted"},
@@ -238,8 +242,8 @@ def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
     ``E_IDEMPOTENCY_KEY_REUSED`` (409) and, for realtime mail, ``E_REALTIME_TOO_MANY_RECIPIENTS`` (422),
     ``E_MAIL_IN_FLIGHT`` (409) or ``E_SEND_UNAVAILABLE`` (503).
     """
-    status, mail = send_one(node, caller, body, idempotency_key)
-    return JSONResponse({"mail": mail}, status_code=status)
+    status, send_id = seal_one(node, caller, body, idempotency_key)
+    return JSONResponse({"mail": mail_json(node, caller.org_id, caller.principal_id, send_id)}, status_code=status)
 
 
 class BatchResult(BaseModel):
@@ -280,7 +284,9 @@ def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: Calle
     """
     if len(items) > budgets.MAIL_BATCH_MAX:
         raise batch_too_large(len(items))
-    results = []
+    results: list[BatchResult] = []
+    sealed: dict[int, str] = {}
+    senders: dict[Any, Any] = {}
     for index, item in enumerate(items):
         try:
             body = MailIn.model_validate(item)
@@ -289,12 +295,19 @@ def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: Calle
             results.append(BatchResult(index=index, status=err.status, error=err.to_json()))
             continue
         try:
-            status, mail = send_one(node, caller, body, None)
+            status, send_id = seal_one(node, caller, body, None, senders)
         except MailnodeError as refused:
             # The item's refusal is its answer, in place; the rest of the batch proceeds.
             results.append(BatchResult(index=index, status=refused.status, error=refused.to_json()))
             continue
-        results.append(BatchResult(index=index, status=status, mail=mail))
+        sealed[index] = send_id
+        results.append(BatchResult(index=index, status=status))
+    # Every sealed item's mail is read at once, as GET /api/mail/{id} shows it.
+    with node.read() as conn:
+        mails = mail_reads.read_mails(conn, org_id=caller.org_id, author_id=caller.principal_id,
+                                      send_ids=list(sealed.values()))
+    for index, send_id in sealed.items():
+        results[index].mail = mails[send_id]
     return BatchOut(results=results)
 
 

@@ -108,8 +108,12 @@ def resolve_sender(conn: Connection, *, org_id: str, principal_id: str, from_: s
     return Sender(str(row.mailbox_id), str(row.address), address.display_name)
 
 
-def seal_request(node: Node, *, org_id: str, principal_id: str, ask: MailAsk) -> SealRequest:
+def seal_request(node: Node, *, org_id: str, principal_id: str, ask: MailAsk,
+                 senders: dict[tuple[str | None, str | None], Sender] | None = None) -> SealRequest:
     """The ``SealRequest`` for ``ask``: the sender resolved (``resolve_sender``), the attachments decoded.
+
+    ``senders`` remembers the senders already resolved within one request (a batch names the same ``from``
+    a hundred times; the seal checks the authority again for each mail, so a remembered sender grants nothing).
 
     Raises ``E_MAIL_BODY_MISSING`` (422: no text and no HTML), ``resolve_sender``'s codes and
     ``E_ATTACHMENT_MALFORMED`` (422: content that is not base64, naming the attachment's index). The rest is
@@ -118,9 +122,13 @@ def seal_request(node: Node, *, org_id: str, principal_id: str, ask: MailAsk) ->
     text = ask.text or None
     if text is None and ask.html is None:
         raise body_missing()
-    with node.read() as conn:
-        sender = resolve_sender(conn, org_id=org_id, principal_id=principal_id, from_=ask.from_,
-                                mailbox_id=ask.mailbox_id)
+    sender = None if senders is None else senders.get((ask.from_, ask.mailbox_id))
+    if sender is None:
+        with node.read() as conn:
+            sender = resolve_sender(conn, org_id=org_id, principal_id=principal_id, from_=ask.from_,
+                                    mailbox_id=ask.mailbox_id)
+        if senders is not None:
+            senders[(ask.from_, ask.mailbox_id)] = sender
     attachments = tuple(decode_attachment(i, name, ctype, content, field="content")
                         for i, (name, ctype, content) in enumerate(ask.attachments))
     return SealRequest(mailbox_id=sender.mailbox_id, sender_address=sender.address, from_name=sender.name,

@@ -20,7 +20,7 @@ from mailnode.outbound import dispatch
 from mailnode.schema.outbound import send_manifests, send_metadata, send_tags
 from tests.outbound.db.conftest import Sink
 
-H = lambda token: {"Authorization": f"Bearer {token}"}  # noqa: E731
+H = lambda token: {"Authorization": f"Bearer {token}"}
 
 #: Bytes no text encoding survives: a NUL, high bytes, CR LF inside.
 PDF = b"%PDF-1.4\n\x00\xff\xfe binary \r\n payload \x80\x81" * 50
