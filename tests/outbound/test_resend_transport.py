@@ -314,3 +314,15 @@ def test_request_body_carries_the_html_part_and_attachments() -> None:
     assert body["html"] == "<p>Hi</p>"
     assert body["attachments"] == [{"filename": "inv.pdf", "content_type": "application/pdf", "content": "JVBERg=="}]
     assert "html" not in json.loads(request_body(sub())) and "attachments" not in json.loads(request_body(sub()))
+
+
+def test_request_body_carries_reply_to_custom_headers_and_html_alone() -> None:
+    # Application mail (issue 20): Reply-To as Resend's reply_to, custom headers beside the threading ones,
+    # and HTML-only mail without a text field (it has no text part; an empty one would add one).
+    body = json.loads(request_body(sub(text="", html="<p>Hi</p>", reply_to=("Help <help@acme.test>",),
+                                       headers=(("X-Order-Id", "42"),))))
+    assert body["reply_to"] == ["Help <help@acme.test>"]
+    assert body["headers"] == {"X-Order-Id": "42"}
+    assert "text" not in body and body["html"] == "<p>Hi</p>"
+    plain = json.loads(request_body(sub()))
+    assert "reply_to" not in plain and "text" in plain
