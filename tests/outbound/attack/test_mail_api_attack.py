@@ -124,9 +124,16 @@ def _fp(**changes: Any) -> MailFingerprint:
     (_fp(names=(("a@x.test", "Ann"),)), ("display_names",)),
     (_fp(html_sha256=hashlib.sha256(b"<p>t</p>").hexdigest()), ("html",)),
     (_fp(attachments=(("a.pdf", "application/pdf", "0" * 64),)), ("attachments",)),
+    # Issue 20: application mail's own fields are part of the mail too.
+    (_fp(from_name="Support"), ("from_name",)),
+    (_fp(reply_to=("help@x.test",)), ("reply_to",)),
+    (_fp(headers=(("X-Order-Id", "42"),)), ("headers",)),
+    (_fp(tags=("invoice",)), ("tags",)),
+    (_fp(metadata=(("order_id", "42"),)), ("metadata",)),
     (_fp(mailbox_id="mbx_2", mail_class="deferrable", to=(), cc=("z@x.test",), bcc=("y@x.test",), subject="",
          text_sha256="", in_reply_to_message_id="msg_1", names=(("z@x.test", "Zed"),), html_sha256="",
-         attachments=(("a.pdf", "application/pdf", ""),)), FINGERPRINT_FIELDS),
+         attachments=(("a.pdf", "application/pdf", ""),), from_name="Z", reply_to=("r@x.test",),
+         headers=(("X-A", "1"),), tags=("t",), metadata=(("k", "v"),)), FINGERPRINT_FIELDS),
 ])
 def test_differing_fields_table(asked: MailFingerprint, differs: tuple[str, ...]) -> None:
     assert differing_fields(_fp(), asked) == differs
@@ -178,7 +185,8 @@ def test_a_mail_without_a_subject_is_refused_before_any_provider_request(
     ({"mailbox_id": "mbx_bogus"}, 422, "E_ID_MALFORMED"),
     ({"mailbox_id": "mbx_01M8NDC63XK1QB9KVJ6955K55Q"}, 404, "E_MAY_NOT_SEND_AS_MAILBOX"),
     ({"sender_address": "ceo@example.test"}, 422, "E_REQUEST_INVALID"),
-    ({"html": "<b>x</b>"}, 422, "E_REQUEST_INVALID"),
+    ({"html": 5}, 422, "E_REQUEST_INVALID"),
+    ({"text": None, "html": None}, 422, "E_MAIL_BODY_MISSING"),
 ])
 def test_bad_input_is_a_stable_code_and_seals_nothing(api: Any, org: Org, app_token: str, fields: dict[str, Any],
                                                       status: int, code: str) -> None:
