@@ -207,7 +207,8 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
                        send_id=send_id, offer=offer.to_json())
     body = retention_io.read_content(node, source_id=send_id, digest=row.body_typed_sha256).decode("utf-8")
     # The same mail again: the display names, the HTML part and the attachments (read back from the rendered
-    # message, which holds them) go with the text. The copy keeps the original author (a Butler's stays a
+    # message, which holds them) go with the text, and application mail's From name, Reply-To, custom
+    # headers, tags and metadata with them. The copy keeps the original author (a Butler's stays a
     # Butler's, Auto-Submitted and all); the person who resends is the actor and the authority asked
     # (SealRequest.resent_by).
     html = (retention_io.read_content(node, source_id=send_id, digest=row.body_html_sha256).decode("utf-8")
@@ -220,7 +221,11 @@ def resend_may_duplicate(node: Node, *, org_id: str, principal_id: str, send_id:
         cc=[written_address(a, names.get(a.lower())) for a in row.cc_addresses], bcc=row.bcc_addresses,
         subject=row.subject, body=body, in_reply_to_message_id=row.in_reply_to_message_id,
         sender_address=row.envelope_from, resend_of=send_id, resend_reason=reason.strip(), resent_by=principal_id,
-        envelope_only=frozenset(pending), html=html, attachments=attached))
+        envelope_only=frozenset(pending), html=html, attachments=attached, from_name=row.from_name,
+        reply_to=tuple(row.reply_to or ()), headers=tuple((str(n), str(v)) for n, v in (row.custom_headers or [])),
+        tags=tuple(row.tags or ()), metadata=tuple((row.metadata or {}).items()),
+        # An HTML-only mail (its typed text empty beside an HTML part) is resent HTML-only.
+        text_part=not (html is not None and body == "")))
     return sealed
 
 

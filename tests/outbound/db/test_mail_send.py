@@ -211,3 +211,25 @@ def test_the_idempotency_key_covers_the_new_fields(
     assert (other.status_code, other.json()["error"]) == (409, "E_IDEMPOTENCY_KEY_REUSED"), other.text
     assert other.json()["detail"]["differs"] == differs
     assert _sealed(node) == 1
+
+
+def test_each_recipient_shows_its_timeline_with_the_remote_servers_words(
+        api: Any, node: Any, app: dict[str, str], sink: Sink, listener: Any) -> None:
+    from tests.outbound.db.conftest import deliver
+    from tests.outbound.db.test_pipeline import dsn
+
+    r = api.post("/api/mail", json=full_mail("deferrable", cc=[]), headers=app)
+    assert r.status_code == 202, r.text
+    send_id = r.json()["mail"]["id"]
+    dispatch.sweep(node, transport=sink.transport())
+    [received] = sink.handler.received
+    # The remote server answers later with a DSN to the VERP return path, through the node's own ingress.
+    deliver(listener, dsn("ann@remote.test", "unrelated@elsewhere.test", received.mail_from), "",
+            [received.mail_from])
+    [recipient] = api.get(f"/api/mail/{send_id}", headers=app).json()["mail"]["recipients"]
+    assert recipient["delivery_state"] == "bounced"
+    handed, bounced = recipient["events"]
+    assert handed["event"] == "handed_over" and handed["source"] == "node"
+    assert (bounced["event"], bounced["status"], bounced["bounce_type"], bounced["source"]) == (
+        "bounced", "5.1.1", "hard", "dsn")
+    assert "user unknown" in bounced["diagnostic"]
