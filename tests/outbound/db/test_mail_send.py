@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from mailnode import budgets
 from mailnode.config import Settings
 from mailnode.outbound import dispatch
 from mailnode.schema.outbound import send_manifests, send_metadata, send_tags
@@ -233,3 +234,28 @@ def test_each_recipient_shows_its_timeline_with_the_remote_servers_words(
     assert (bounced["event"], bounced["status"], bounced["bounce_type"], bounced["source"]) == (
         "bounced", "5.1.1", "hard", "dsn")
     assert "user unknown" in bounced["diagnostic"]
+
+
+def test_a_resend_keeps_the_application_mails_own_fields(
+        api: Any, node: Any, installed: Any, sink: Sink) -> None:
+    from tests.outbound.db.test_pipeline import Raising
+
+    admin = H(installed.token)
+    r = api.post("/api/mail", json=full_mail("deferrable", text=None, attachments=[], cc=[]), headers=admin)
+    assert r.status_code == 202, r.text
+    send_id = r.json()["mail"]["id"]
+    dispatch.sweep(node, transport=Raising())  # type: ignore[arg-type]
+    r = api.post(f"/api/sends/{send_id}/retry", json={"mode": "resend-may-duplicate", "reason": "lost",
+                                                       "accept_duplicate_risk": True}, headers=admin)
+    assert r.status_code == 200, r.text
+    again = r.json()["send"]["id"]
+    # A resend is sealed as correspondence (outbound.retry), so it waits out the mailbox's hold window.
+    node.clock.advance(budgets.SEND_HOLD_WINDOW_DEFAULT_SECONDS + 1)
+    dispatch.sweep(node, transport=sink.transport())
+    [received] = sink.handler.received
+    msg = _parse(received.content)
+    assert str(msg["From"]) == "Support Desk <support@example.test>"
+    assert str(msg["Reply-To"]) == "Help <help@example.test>" and msg["X-Order-Id"] == "42"
+    assert msg.get_content_type() == "text/html"
+    mail = api.get(f"/api/mail/{again}", headers=admin).json()["mail"]
+    assert (mail["tags"], mail["metadata"]) == (["invoice", "campaign:2026-12"], {"customer": "ann", "order_id": "42"})
