@@ -1,5 +1,11 @@
-"""The application mail API: ``POST /api/mail``, ``GET /api/mail`` and ``GET /api/mail/{id}``
-(spec/transactional.md §6; the reads are ``outbound.mail_reads``).
+"""The application mail API: ``POST /api/mail``, ``POST /api/mail/batch``, ``GET /api/mail`` and
+``GET /api/mail/{id}`` (spec/transactional.md §6; issue 20; the reads are ``outbound.mail_reads``).
+
+A mail names its sender by ``from`` (``"Name <address>"``, an address of a mailbox the caller may send from:
+``outbound.mail_send``) or ``mailbox_id``, and carries text and/or HTML, attachments (base64 ``content``),
+Reply-To, allowlisted custom headers, tags and metadata (``outbound.mail_fields``); all of it is part of the
+idempotency fingerprint. A batch is a JSON array of up to ``budgets.MAIL_BATCH_MAX`` such bodies, each
+answered in place (``post_batch``).
 
 Any principal holding ``send.propose`` on the mailbox may call it (an application, a person). ``realtime``
 answers 200 only after the provider accepted the mail, or the vague 503 (``E_SEND_UNAVAILABLE``, with
