@@ -259,3 +259,20 @@ def test_a_resend_keeps_the_application_mails_own_fields(
     assert msg.get_content_type() == "text/html"
     mail = api.get(f"/api/mail/{again}", headers=admin).json()["mail"]
     assert (mail["tags"], mail["metadata"]) == (["invoice", "campaign:2026-12"], {"customer": "ann", "order_id": "42"})
+
+
+def test_attachments_over_the_content_budget_are_413_and_seal_nothing(
+        api: Any, node: Any, app: dict[str, str], sink: Sink) -> None:
+    # One byte over SEND_CONTENT_MAX_BYTES counting the text and HTML beside it.
+    mail = full_mail("realtime")
+    spare = budgets.SEND_CONTENT_MAX_BYTES - len(mail["text"].encode()) - len(mail["html"].encode())
+    big = {"filename": "big.bin", "content_type": "application/octet-stream",
+           "content": base64.b64encode(b"\x00" * (spare + 1)).decode("ascii")}
+    r = api.post("/api/mail", json={**mail, "attachments": [big]}, headers=app)
+    assert (r.status_code, r.json()["error"]) == (413, "E_SEND_TOO_LARGE"), r.text[:300]
+    assert r.json()["detail"]["limit_name"] == "SEND_CONTENT_MAX_BYTES"
+    assert _sealed(node) == 0 and sink.handler.received == []
+    # Exactly at the budget it is taken.
+    big["content"] = base64.b64encode(b"\x00" * spare).decode("ascii")
+    r = api.post("/api/mail", json={**mail, "attachments": [big]}, headers=app)
+    assert r.status_code == 200, r.text[:300]
