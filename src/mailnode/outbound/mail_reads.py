@@ -72,20 +72,23 @@ def mail_items(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
     Each: ``id``, ``mail_class``, ``mailbox_id``, ``state``, ``state_reason``, ``words``, ``idempotency_key``,
     ``sealed_at`` (ISO 8601 UTC), ``attempts``, ``content_deleted_at`` (when retention deleted its sealed
     body, ISO 8601 UTC, else null) and ``recipients`` (``address``, ``kind``, ``submission_state``,
-    ``delivery_state``; by kind, then address).
+    ``delivery_state``, ``suppression_reason``: why a ``suppressed`` recipient is, else null; by kind, then
+    address).
     """
     if not rows:
         return []
     ids = [r.id for r in rows]
     recipients: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
     for r in conn.execute(select(send_recipients.c.manifest_id, send_recipients.c.address, send_recipients.c.kind,
-                                 send_recipients.c.submission_state, send_recipients.c.delivery_state)
+                                 send_recipients.c.submission_state, send_recipients.c.delivery_state,
+                                 send_recipients.c.suppression_reason)
                           .where(send_recipients.c.manifest_id.in_(ids))
                           .order_by(send_recipients.c.manifest_id, send_recipients.c.kind,
                                     send_recipients.c.address)).all():
         recipients[r.manifest_id].append({"address": r.address, "kind": r.kind,
                                           "submission_state": r.submission_state,
-                                          "delivery_state": r.delivery_state})
+                                          "delivery_state": r.delivery_state,
+                                          "suppression_reason": r.suppression_reason})
     purges = retention_io.purges_of(conn, ids)
     out = []
     for row in rows:

@@ -545,10 +545,10 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             for_reader["author_id"] = author_id
         audit.append(conn, org_id=org_id, at=now, action="send.sealed", actor_id=sealed_by, subject=send_id,
                      detail={**for_reader, "mailbox_id": request.mailbox_id, "recipients": len(rows),
-                             "suppressed": len(listed), "state": send_state.value, "state_reason": reason, "gate": decision.gate.name.lower(),
+                             "state": send_state.value, "state_reason": reason, "gate": decision.gate.name.lower(),
                              "in_reply_to": request.in_reply_to_message_id, "release_at": release_at.isoformat(),
                              "resend_of": request.resend_of, "draft_id": draft_id, "mail_class": mail_class.value,
-                             **gov.audit_detail()})
+                             **gov.audit_detail(), **({"suppressed": len(listed)} if listed else {})})
         # The approval is asked only of a send that waits for it: a refusal outranks the gate and
         # writes no approval row (spec/outbound.md Part A 1). ``approval.requested`` names the send.
         approval_id = None

@@ -372,7 +372,7 @@ def parse_csv(data: bytes) -> list[ImportRow]:
                       "An import is checked and written in one transaction, which the budget bounds.",
                       "Split the file and import each part (budgets.SUPPRESSION_IMPORT_MAX_ROWS).",
                       limit=budgets.SUPPRESSION_IMPORT_MAX_ROWS, observed=len(body))
-    at = {name: header.index(name) for name in ("address", "reason", "note") if name in header}
+    at: dict[str, int] = {name: header.index(name) for name in ("address", "reason", "note") if name in header}
     out: list[ImportRow] = []
     seen: set[str] = set()
     for line, cells in body:

@@ -12,8 +12,8 @@ The modules: ``directory`` (organisations, users, teams, tuples, tokens), ``dire
 addresses, applications), ``mail`` (mailboxes), ``mail_messages`` (messages, conversations, cases, notes),
 ``ingress`` (receipts), ``governance`` (policies, limits, approvals, pauses, breakers), ``governance_provider``
 (the provider-availability breaker), ``governance_supervised`` (supervised grants), ``outbound`` (sends and
-their recipients), ``outbound_suppression`` (the suppression list), ``butler`` (Butlers and versions), ``butler_runs`` (runs and effects), ``notices``,
-``retention`` (holds and purges), ``search``; the audit chain's table is ``mailnode.audit``'s. Add a new
+their recipients), ``outbound_suppression`` (the suppression list), ``butler`` (Butlers and versions),
+``butler_runs`` (runs and effects), ``notices``, ``retention`` (holds and purges), ``search``; the audit chain's table is ``mailnode.audit``'s. Add a new
 module to the imports below (an unlisted module's tables would be missing from migrations, which the drift
 test catches).
 """
