@@ -14,8 +14,8 @@ addresses, applications), ``mail`` (mailboxes), ``mail_messages`` (messages, con
 (the provider-availability breaker), ``governance_supervised`` (supervised grants), ``outbound`` (sends and
 their recipients), ``outbound_suppression`` (the suppression list), ``butler`` (Butlers and versions),
 ``butler_runs`` (runs and effects), ``notices``, ``retention`` (holds and purges), ``search``; the audit
-chain's table is ``mailnode.audit``'s. Add a new module to the imports below (an unlisted module's tables would be missing from migrations, which the drift
-test catches).
+chain's table is ``mailnode.audit``'s. Add a new module to the imports below (an unlisted module's tables
+would be missing from migrations, which the drift test catches).
 """
 
 from __future__ import annotations
