@@ -202,20 +202,26 @@ def _note(value: str | None, field: str) -> str | None:
     return value
 
 
-def add_manual(conn: Connection, *, org_id: str, actor_id: str, address: str, at: datetime,
+def _kind(actor_id: str | None) -> audit.ActorKind | None:
+    """``installer`` for the command line (no actor id: whoever can read the data directory), else implied."""
+    return "installer" if actor_id is None else None
+
+
+def add_manual(conn: Connection, *, org_id: str, actor_id: str | None, address: str, at: datetime,
                note: str | None = None) -> Suppression:
     """An administrator puts ``address`` on the list (``manual``), audited ``suppression.added``.
 
     Answers the row now on the list (the existing one, unchanged and not audited again, when it was there).
     Raises the address's 422s (``key_of``) and ``E_SUPPRESSION_NOTE_TOO_LONG`` (422). The caller checks the
-    actor is an administrator.
+    actor is an administrator; ``actor_id`` None is the command line (audited ``actor_kind = installer``).
     """
     key = key_of(address)
     text = _note(note, "note")
     sid = add(conn, org_id=org_id, address_key=key, reason=Reason.MANUAL, at=at, added_by=actor_id, note=text)
     if sid is not None:
         audit.append(conn, org_id=org_id, at=at, action="suppression.added", actor_id=actor_id, subject=sid,
-                     detail={"address": key, "reason": Reason.MANUAL.value, "note": text})
+                     detail={"address": key, "reason": Reason.MANUAL.value, "note": text},
+                     actor_kind=_kind(actor_id))
     found = get(conn, org_id=org_id, address=key)
     if found is None:  # inserted or already there in this transaction: absent would be a defect
         raise no_such_suppression(key)
@@ -229,7 +235,8 @@ def get(conn: Connection, *, org_id: str, address: str) -> Suppression | None:
     return _of(row) if row is not None else None
 
 
-def remove(conn: Connection, *, org_id: str, actor_id: str, address: str, reason: str, at: datetime) -> Suppression:
+def remove(conn: Connection, *, org_id: str, actor_id: str | None, address: str, reason: str,
+           at: datetime) -> Suppression:
     """An administrator takes ``address`` off the list with a ``reason`` (required), audited
     ``suppression.removed`` with the row as it was. Returns the removed row.
 
@@ -248,7 +255,7 @@ def remove(conn: Connection, *, org_id: str, actor_id: str, address: str, reason
     conn.execute(delete(suppressions).where(suppressions.c.id == found.id))
     audit.append(conn, org_id=org_id, at=at, action="suppression.removed", actor_id=actor_id, subject=found.id,
                  detail={"address": found.address, "was": found.reason, "reason": text,
-                         "added_at": found.created_at.isoformat()})
+                         "added_at": found.created_at.isoformat()}, actor_kind=_kind(actor_id))
     return found
 
 
@@ -413,7 +420,7 @@ class ImportResult:
         return {"added": self.added, "already": self.already}
 
 
-def import_rows(conn: Connection, *, org_id: str, actor_id: str, rows: Sequence[ImportRow],
+def import_rows(conn: Connection, *, org_id: str, actor_id: str | None, rows: Sequence[ImportRow],
                 at: datetime) -> ImportResult:
     """Write checked rows (``parse_csv``) in the caller's transaction, audited once as ``suppression.imported``.
 
@@ -428,5 +435,5 @@ def import_rows(conn: Connection, *, org_id: str, actor_id: str, rows: Sequence[
              "created_at": at} for r in fresh])
     result = ImportResult(len(fresh), len(rows) - len(fresh))
     audit.append(conn, org_id=org_id, at=at, action="suppression.imported", actor_id=actor_id, subject=None,
-                 detail=result.to_json())
+                 detail=result.to_json(), actor_kind=_kind(actor_id))
     return result
