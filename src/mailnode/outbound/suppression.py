@@ -391,7 +391,7 @@ def parse_csv(data: bytes) -> list[ImportRow]:
             key = key_of(cell("address"))
         except MailnodeError as exc:
             raise _bad_line(line, f"{cell('address')[:254]!r} is not an address ({exc.what})",
-                            "Correct or delete that line and import the file again.", code=exc.code) from None
+                            "Correct or delete that line and import the file again.", refused_as=exc.code) from None
         try:
             reason = parse_reason(cell("reason")) or Reason.IMPORT
         except MailnodeError:
