@@ -105,7 +105,8 @@ def test_a_hard_bounce_and_a_complaint_over_smtp_suppress_and_the_next_send_skip
     assert sorted(t.rcpt_tos[0] for t in handler.received) == ["new@remote.test", "soft@remote.test"]
     shown = {r["address"]: (r["submission_state"], r["suppression_reason"]) for r in _mail(app, nxt)["recipients"]}
     assert shown == {"Gone@remote.test": ("suppressed", "hard_bounce"),
-                     "angry@remote.test": ("suppressed", "complaint"), "new@remote.test": ("handed_over", None), "soft@remote.test": ("handed_over", None)}
+                     "angry@remote.test": ("suppressed", "complaint"), "new@remote.test": ("handed_over", None),
+                     "soft@remote.test": ("handed_over", None)}
 
     # Mail to listed addresses only is suppressed whole, and nothing reaches the smarthost.
     handler.received.clear()
