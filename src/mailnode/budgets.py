@@ -238,14 +238,15 @@ JSON_NESTING_MAX = 64
 #: tests/outbound/db/test_budgets.py, a new conversation: 11 on SQLite and PostgreSQL, of which governance's
 #: facts are 2, the breaker statement and the live policies, and the search document 1 (issue 15); 8 before
 #: governance was wired). Raised from the reference's 12 to 13 by that search document: a rate-gated seal
-#: (tests/governance/e2e/test_budgets.py) adds ``send.rate_limited``'s 2 to the 11.
-SEAL_MAX_STATEMENTS = 13
+#: (tests/governance/e2e/test_budgets.py) adds ``send.rate_limited``'s 2 to the 11. Raised to 14 by the
+#: suppression list's read (issue 20: 1 statement, ``outbound.suppression.reasons_for``).
+SEAL_MAX_STATEMENTS = 14
 #: Statement budget of a seal that asks for an approval (reference: 13-14, 15 with a team-scoped stage;
 #: measured here by tests/governance/e2e/test_budgets.py, one stage without a team: 15, the no-policy
 #: seal's 10 + the mailbox's deciders 1 + the approval, its stages and approval.requested 4; 16 since the
 #: search document, issue 15). The bound adds the 1 a team-scoped stage's rosters read
-#: (GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS).
-SEAL_APPROVAL_REQUIRED_MAX_STATEMENTS = 17
+#: (GOVERNANCE_SEAL_FACTS_MAX_STATEMENTS). Raised to 18 by the suppression list's read (issue 20: 1).
+SEAL_APPROVAL_REQUIRED_MAX_STATEMENTS = 18
 #: Statement budget of dispatching one send to one recipient (reference: 17 unapproved, 25 approved;
 #: measured here by tests/outbound/db/test_budgets.py: 15 on SQLite and PostgreSQL, of which governance's
 #: recheck is 2 and the provider breaker 3 (its read, and the status row read and written after the
@@ -255,7 +256,8 @@ SEAL_APPROVAL_REQUIRED_MAX_STATEMENTS = 17
 #: flight, the ticket counter and the request row: 3), and its request row deleted with the answer (1);
 #: a transport's first request creates the status row (1). Measured for a transport's first request 20 on
 #: SQLite and 21 on PostgreSQL (its audit chain lock), 19/20 after; an approved send's first 22 and 23.
-DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS = 23
+#: Raised to 24 by the suppression list's check at hand-over (issue 20: one UPDATE in the claim's transaction).
+DISPATCH_ONE_RECIPIENT_MAX_STATEMENTS = 24
 #: Sends one sweep submits at the same time (their transport waits overlap; sized: a smarthost accepts
 #: tens of concurrent sessions, and a batch is DISPATCH_BATCH_MAX; measured by bench/dispatch.py).
 DISPATCH_CONCURRENCY = 8
@@ -694,3 +696,18 @@ SHUTDOWN_DRAIN_SECONDS = 10.0
 #: draining (``runtime.shutdown``). Each loop waits on its stop event, or on one poll of the system database
 #: (DBOS's queue polling interval is 1 s by default), so 5 s is several polls; past it the stop goes on.
 SHUTDOWN_STOP_STARTING_SECONDS = 5.0
+
+# --- The suppression list (issue 20) ---------------------------------------------------------------------
+
+#: Rows one ``POST /api/suppressions/import`` (or ``mailnode suppressions import``) takes, at most. Sized: the
+#: whole import is checked and written in one transaction; 10,000 addresses is a large provider's export
+#: page (Postmark exports suppressions in pages of this order) and writes in a few seconds on SQLite.
+SUPPRESSION_IMPORT_MAX_ROWS = 10_000
+#: Bytes of one import's CSV body, at most. Sized: 10,000 rows of a 254-character address (RFC 5321 §4.5.3.1.3
+#: bounds a path to 256) plus a reason and a note of SUPPRESSION_NOTE_MAX_CHARS fit in well under 8 MiB.
+SUPPRESSION_IMPORT_MAX_BYTES = 8 * 1024 * 1024
+#: Characters of a suppression's note and of a removal's reason, at most (sized: a sentence or two, as the
+#: other audited reasons, e.g. a resend's 300).
+SUPPRESSION_NOTE_MAX_CHARS = 300
+#: Characters of the list's search text (``q``), at most (sized: an address is at most 254 characters).
+SUPPRESSION_SEARCH_MAX_CHARS = 254

@@ -36,6 +36,7 @@ PREFIXES: dict[str, str] = {
     "snd": "send manifest",
     "srp": "send recipient",
     "sev": "send recipient event",
+    "sup": "suppression",
     "pol": "policy",
     "plv": "policy version",
     "pst": "policy stage",

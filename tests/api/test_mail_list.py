@@ -61,7 +61,7 @@ def test_an_application_lists_its_mail_newest_first_each_as_get_shows_it(cast: C
     for item in listed:
         assert item == cast.api.get(f"/api/mail/{item['id']}", headers=billing).json()["mail"]
     assert listed[0]["recipients"] == [{"address": "n2@remote.test", "kind": "to", "submission_state": "held",
-                                        "delivery_state": None, "events": []}]
+                                        "delivery_state": None, "suppression_reason": None, "events": []}]
     assert r.json()["next_cursor"] is None
 
 

@@ -37,6 +37,7 @@ def _mount_domain_commands() -> None:
     from mailnode.cli.breakers import register as register_breakers
     from mailnode.cli.receipts import register as register_receipt
     from mailnode.cli.send import register as register_send
+    from mailnode.cli.suppressions import register as register_suppressions
     from mailnode.demo.cli import register as register_demo
 
     app.add_typer(butler_app, name="butler")
@@ -45,6 +46,7 @@ def _mount_domain_commands() -> None:
     register_app(app)
     register_receipt(app)
     register_breakers(app)
+    register_suppressions(app)
 
 
 _mount_domain_commands()

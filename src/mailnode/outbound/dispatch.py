@@ -25,6 +25,9 @@
    every sweep query); policy and approval gates never reach this function;
 3. claim: one conditional update to ``outcome_unknown`` (attempts + 1, a lease, ``state_reason`` cleared,
    ``first_attempt_at`` set once and never moved, a claim token); losing the race is not an error;
+   In the claim's transaction the suppression list is read again (``outbound.suppression.suppress_recipients``,
+   1 statement): a recipient not yet left whose address was listed after the seal becomes ``suppressed`` with
+   its reason, is never submitted, and a send left with only such rows aggregates ``suppressed``;
 4. per recipient that ``states.recipient_submittable`` allows: mark the row ``outcome_unknown`` (attempts
    + 1) *before* handing it to the transport, submit (SMTP: the VERP return path of that row), record
    the outcome. A row left ``outcome_unknown`` therefore means "may have left" and is never submitted
@@ -97,7 +100,7 @@ from mailnode.governance.provider import (
     may_send,
 )
 from mailnode.node import Node
-from mailnode.outbound import handover
+from mailnode.outbound import handover, suppression
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.render import OutboundAttachment, attachments_of, written_address
 from mailnode.outbound.return_path import bounce_domain_for, verp_address
@@ -319,6 +322,8 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
                                        lease_until=now + timedelta(seconds=lease_seconds), claim_token=token))
         if claimed.rowcount != 1:
             return DispatchResult(manifest_id, None, "claimed by another worker")
+        # The suppression list again (it may have grown since the seal): listed rows never reach the transport.
+        suppression.suppress_recipients(conn, org_id=row.org_id, manifest_id=manifest_id, at=now)
         recipients = conn.execute(select(send_recipients).where(send_recipients.c.manifest_id == manifest_id)
                                   .order_by(send_recipients.c.kind, send_recipients.c.address)).all()
         bounce = bounce_domain_for(conn, row.org_id, node.settings.bounce_domain)

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from mailnode.db import integrity
 from mailnode.ids import new_id
+from mailnode.outbound import suppression
 from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
 
 #: The unique index an event is deduplicated on: one row per ``(source, source_event_id)``.
@@ -103,6 +104,9 @@ def record(conn: Connection, *, org_id: str, event: str | None, attribution: Att
     was recorded before (a violation of ``DEDUP_INDEX`` and nothing else, ``db.integrity.violates``). An
     unknown ``event`` string raises ``KeyError`` (fail closed); any other integrity error (an unknown
     ``org_id``: a foreign key) re-raises ``sqlalchemy.exc.IntegrityError``.
+
+    In the same transaction, an attributed hard bounce or complaint puts the recipient's address on the
+    organisation's suppression list (``outbound.suppression.record_event``; a repeated event adds nothing).
     """
     if event is None:
         attribution = None
@@ -134,4 +138,7 @@ def record(conn: Connection, *, org_id: str, event: str | None, attribution: Att
             .values(delivery_state=delivery_state, delivery_state_at=at, last_event_id=eid,
                     bounce_type=bounce_type, last_error=(detail or {}).get("diagnostic"))
         )
+    suppression.record_event(conn, org_id=org_id, event_id=eid, event=event, bounce_type=bounce_type,
+                             address=recipient, send_id=attribution.manifest_id if attribution else None,
+                             recipient_id=attribution.recipient_id if attribution else None, at=at)
     return eid

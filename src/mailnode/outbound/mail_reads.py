@@ -100,7 +100,8 @@ def mail_items(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
     ``attempts``, ``content_deleted_at`` (when retention deleted its sealed body, ISO 8601 UTC, else null),
     ``content`` (``{"text": bool, "html": bool, "attachments": [{filename, content_type, size_bytes}]}``),
     ``headers`` (the custom headers, ``{name: value}``), ``tags``, ``metadata`` and ``recipients``
-    (``address``, ``kind``, ``submission_state``, ``delivery_state`` and ``events``: the recipient's timeline
+    (``address``, ``kind``, ``submission_state``, ``delivery_state``, ``suppression_reason`` (why a
+    ``suppressed`` recipient is, else null) and ``events``: the recipient's timeline
     oldest first, ``handed_over`` with its time, then each delivery event, ``delivered`` / ``deferred`` /
     ``bounced`` / ``complained`` / ``failed`` / ``rejected``, with ``status``, ``bounce_type``, ``source`` and
     ``diagnostic``, the remote server's words; by kind, then address).
@@ -112,7 +113,8 @@ def mail_items(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
     recipients: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
     for r in conn.execute(select(send_recipients.c.id, send_recipients.c.manifest_id, send_recipients.c.address,
                                  send_recipients.c.kind, send_recipients.c.submission_state,
-                                 send_recipients.c.submission_state_at, send_recipients.c.delivery_state)
+                                 send_recipients.c.submission_state_at, send_recipients.c.delivery_state,
+                                 send_recipients.c.suppression_reason)
                           .where(send_recipients.c.manifest_id.in_(ids))
                           .order_by(send_recipients.c.manifest_id, send_recipients.c.kind,
                                     send_recipients.c.address)).all():
@@ -122,6 +124,7 @@ def mail_items(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
         recipients[r.manifest_id].append({"address": r.address, "kind": r.kind,
                                           "submission_state": r.submission_state,
                                           "delivery_state": r.delivery_state,
+                                          "suppression_reason": r.suppression_reason,
                                           "events": handed + timeline.get(r.id, [])})
     purges = retention_io.purges_of(conn, ids)
     out = []

@@ -174,7 +174,7 @@ def get_send(conn: Connection, *, org_id: str, principal_id: str, send_id: str) 
         "submission_state_at": _iso(r.submission_state_at), "delivery_state": r.delivery_state,
         "delivery_state_at": _iso(r.delivery_state_at), "bounce_type": r.bounce_type, "last_error": r.last_error,
         "attempts": r.attempts, "transport_message_id": r.transport_message_id,
-        "provider_message_id": r.provider_message_id,
+        "provider_message_id": r.provider_message_id, "suppression_reason": r.suppression_reason,
     } for r in recipients]
     out["events"] = [{
         "id": e.id, "event_type": e.event_type, "recipient": e.recipient, "recipient_id": e.recipient_id,

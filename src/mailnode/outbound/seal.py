@@ -32,6 +32,10 @@ Order, each step refusing before anything is stored:
    (spec/outbound.md Part A 1), and a rate gate applies only over an otherwise-allowed send (it ranks last but
    ``allow``).
 
+The suppression list (``outbound.suppression``) is read first in that transaction (1 statement): a recipient
+on it is written ``suppressed`` with its ``suppression_reason`` and the others proceed; a send all of whose
+recipients are on it is sealed ``suppressed`` (``seal_state``), with no approval and no rate entry.
+
 Governance's facts are read inside the writing transaction, so the approval plan, the pause and the
 breaker readings are the ones the manifest is written under.
 
@@ -76,7 +80,7 @@ from mailnode.governance.provider import ProviderStatus, may_send
 from mailnode.ids import new_id, parse_id, prefix_of
 from mailnode.mail.threading import record_message_id, start_conversation
 from mailnode.node import Node
-from mailnode.outbound import gates, mail_fields
+from mailnode.outbound import gates, mail_fields, suppression
 from mailnode.outbound.content import check_content
 from mailnode.outbound.parents import may_reply_to
 from mailnode.outbound.render import (
@@ -202,6 +206,19 @@ def sealed_json(conn: Connection, send_id: str) -> dict[str, Any]:
             "release_at": row.release_at.isoformat(), "rfc_message_id": row.rfc_message_id,
             "conversation_id": row.conversation_id, "recipients": int(count), "policy_outcome": row.policy_outcome,
             "approval_id": approval_id, "last_error": row.last_error, "mail_class": row.mail_class}
+
+
+#: ``last_error`` of a send every recipient of which is on the suppression list.
+ALL_SUPPRESSED_WORDS = "Every recipient is on the organisation's suppression list (GET /api/suppressions)."
+
+
+def seal_state(decided: SendState, recipients: int, suppressed: int) -> SendState:
+    """The state a send is sealed in: ``suppressed`` when all of its ``recipients`` (at least one) are on the
+    suppression list, whatever the gates decided (the list says never, for every recipient); else the gates'
+    ``decided`` state (the suppressed recipients' rows are ``suppressed`` either way). Pure."""
+    if recipients > 0 and suppressed >= recipients:
+        return SendState.SUPPRESSED
+    return decided
 
 
 def may_not_send(mailbox_id: str) -> MailnodeError:
@@ -484,6 +501,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             if request.envelope_only is None or a.key in request.envelope_only]
     signals = breakers.delivery_signals_of(node.settings.transport)
     with node.begin() as conn:
+        listed = suppression.reasons_for(conn, org_id, [a.key for _, a in rows])
         gov = gatefacts.seal_facts(conn, org_id=org_id, mailbox_id=request.mailbox_id, author_id=author_id,
                                    recipients=[a.address for _, a in rows], is_reply=f.parent is not None,
                                    sending_domain=domain, now=now, delivery_signals=signals)
@@ -504,6 +522,9 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             provider_unavailable=provider_unavailable))
         reason = decision.reason.value if decision.reason else None
         last_error = _seal_error(decision, gov, domain)
+        send_state = seal_state(decision.state, len(rows), len(listed))
+        if send_state is not decision.state:
+            reason, last_error = None, ALL_SUPPRESSED_WORDS
         if f.parent is not None:
             conversation_id = str(f.parent.conversation_id)
         else:
@@ -516,7 +537,7 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             subject=request.subject, rfc_message_id=message_id.strip("<>"), in_reply_to_header=in_reply_to,
             references_header=" ".join(references) or None, auto_submitted=auto, fidelity="authored",
             body_typed_sha256=typed_sha, body_normalised_sha256=normalised_sha, rendered_sha256=rendered_sha,
-            sealed_at=now, release_at=release_at, state=decision.state.value, state_at=now,
+            sealed_at=now, release_at=release_at, state=send_state.value, state_at=now,
             state_reason=reason, last_error=last_error, resend_of=request.resend_of,
             policy_outcome=gov.policy.outcome.value if correspondence else None,
             policy_versions=gov.policy.version_ids if correspondence else None,
@@ -534,7 +555,8 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
                                                   for k, v in extras.metadata])
         conn.execute(send_recipients.insert(), [
             {"id": new_id("srp"), "org_id": org_id, "manifest_id": send_id, "kind": k, "address": a.address,
-             "submission_state": decision.state.value, "submission_state_at": now, "created_at": now}
+             "submission_state": SendState.SUPPRESSED.value if a.key in listed else send_state.value,
+             "submission_state_at": now, "created_at": now, "suppression_reason": listed.get(a.key)}
             for k, a in rows
         ])
         record_message_id(conn, org_id, message_id, conversation_id, send_id, now)
@@ -552,18 +574,19 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
             for_reader["author_id"] = author_id
         audit.append(conn, org_id=org_id, at=now, action="send.sealed", actor_id=sealed_by, subject=send_id,
                      detail={**for_reader, "mailbox_id": request.mailbox_id, "recipients": len(rows),
-                             "state": decision.state.value, "state_reason": reason, "gate": decision.gate.name.lower(),
+                             "state": send_state.value, "state_reason": reason, "gate": decision.gate.name.lower(),
                              "in_reply_to": request.in_reply_to_message_id, "release_at": release_at.isoformat(),
                              "resend_of": request.resend_of, "draft_id": draft_id, "mail_class": mail_class.value,
-                             **gov.audit_detail()})
+                             **gov.audit_detail(), **({"suppressed": len(listed)} if listed else {})})
         # The approval is asked only of a send that waits for it: a refusal outranks the gate and
         # writes no approval row (spec/outbound.md Part A 1). ``approval.requested`` names the send.
         approval_id = None
-        if decision.reason is StateReason.POLICY_APPROVAL_REQUIRED:
+        gated = send_state is decision.state  # a send all of whose recipients are suppressed waits for nothing
+        if gated and decision.reason is StateReason.POLICY_APPROVAL_REQUIRED:
             approval_id = gatefacts.write_approval_request(conn, org_id=org_id, manifest_id=send_id, facts=gov,
                                                            now=now)
         gate_reading = gov.breakers.gate
-        if decision.gate is gates.Gate.RATE_GATE and gate_reading is not None:
+        if gated and decision.gate is gates.Gate.RATE_GATE and gate_reading is not None:
             gatefacts.record_rate_limited(conn, org_id=org_id, manifest_id=send_id, mailbox_id=request.mailbox_id,
                                           reading=gate_reading, now=now, at="seal", guard=None)
         if request.resend_of is not None:
@@ -571,5 +594,5 @@ def seal(node: Node, *, org_id: str, author_id: str, request: SealRequest, draft
                          subject=send_id,
                          detail={"resend_of": request.resend_of, "reason": (request.resend_reason or "")[:300],
                                  "duplicate_possible": True})
-    return Sealed(send_id, decision.state, reason, release_at, message_id.strip("<>"), conversation_id, len(rows),
+    return Sealed(send_id, send_state, reason, release_at, message_id.strip("<>"), conversation_id, len(rows),
                   gov.policy.outcome.value if correspondence else None, approval_id, last_error, mail_class.value)

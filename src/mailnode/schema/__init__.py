@@ -12,10 +12,10 @@ The modules: ``directory`` (organisations, users, teams, tuples, tokens), ``dire
 addresses, applications), ``mail`` (mailboxes), ``mail_messages`` (messages, conversations, cases, notes),
 ``ingress`` (receipts), ``governance`` (policies, limits, approvals, pauses, breakers), ``governance_provider``
 (the provider-availability breaker), ``governance_supervised`` (supervised grants), ``outbound`` (sends and
-their recipients), ``butler`` (Butlers and versions), ``butler_runs`` (runs and effects), ``notices``,
-``retention`` (holds and purges), ``search``; the audit chain's table is ``mailnode.audit``'s. Add a new
-module to the imports below (an unlisted module's tables would be missing from migrations, which the drift
-test catches).
+their recipients), ``outbound_suppression`` (the suppression list), ``butler`` (Butlers and versions),
+``butler_runs`` (runs and effects), ``notices``, ``retention`` (holds and purges), ``search``; the audit
+chain's table is ``mailnode.audit``'s. Add a new module to the imports below (an unlisted module's tables
+would be missing from migrations, which the drift test catches).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from mailnode.schema import mail as _mail  # noqa: F401
 from mailnode.schema import mail_messages as _mail_messages  # noqa: F401
 from mailnode.schema import notices as _notices  # noqa: F401
 from mailnode.schema import outbound as _outbound  # noqa: F401
+from mailnode.schema import outbound_suppression as _outbound_suppression  # noqa: F401
 from mailnode.schema import retention as _retention  # noqa: F401
 from mailnode.schema import search as _search  # noqa: F401
 

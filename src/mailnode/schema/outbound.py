@@ -106,6 +106,8 @@ send_recipients = Table(
     Column("provider_message_id", Text, nullable=True),
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("created_at", UTCDateTime, nullable=False),
+    #: Why a ``suppressed`` row was suppressed (``outbound.suppression.Reason``), else NULL (0024).
+    Column("suppression_reason", String(20), nullable=True),
     Index("uq_send_recipients_manifest_address", "manifest_id", "address", unique=True),
     Index("ix_send_recipients_transport_id", "transport_message_id"),
     Index("ix_send_recipients_provider_message_id", "provider_message_id"),
