@@ -708,3 +708,5 @@ WEBHOOK_URL_MAX_CHARS = 2048
 WEBHOOK_TAG_FILTER_MAX = 10
 #: Random bytes of a node-generated signing secret (Standard Webhooks: between 24 and 64 bytes).
 WEBHOOK_SECRET_BYTES = 32
+#: Seconds a claimed delivery stays unattempted by others (sized: the time-out above, twice, and the write).
+WEBHOOK_CLAIM_LEASE_SECONDS = 60

@@ -74,6 +74,8 @@ webhook_attempts = Table(
     Column("error", Text, nullable=True),
     #: The start of the receiver's answer (at most ``WEBHOOK_RESPONSE_KEPT_CHARS``).
     Column("response_excerpt", Text, nullable=True),
+    #: Bytes of the answer read: at most ``WEBHOOK_RESPONSE_MAX_BYTES``, the rest is never read.
+    Column("response_bytes", Integer, nullable=True),
     Column("duration_ms", Integer, nullable=True),
     Index("ix_webhook_attempts_delivery", "delivery_id", "attempted_at"),
 )

@@ -67,6 +67,7 @@ def upgrade() -> None:
         sa.Column("status_code", sa.Integer, nullable=True),
         sa.Column("error", sa.Text, nullable=True),
         sa.Column("response_excerpt", sa.Text, nullable=True),
+        sa.Column("response_bytes", sa.Integer, nullable=True),
         sa.Column("duration_ms", sa.Integer, nullable=True),
     )
     op.create_index("ix_webhook_attempts_delivery", "webhook_attempts", ["delivery_id", "attempted_at"])
