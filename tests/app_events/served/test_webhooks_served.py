@@ -113,7 +113,7 @@ def test_a_receiver_down_gets_the_retries_then_the_endpoint_is_disabled_and_admi
 
     # Resend: refused while disabled; once enabled and the receiver is up, delivered.
     r = app.call("POST", f"/api/webhooks/deliveries/{failed['id']}/resend")
-    assert r.status_code == 409 and r.json()["code"] == "E_WEBHOOK_ENDPOINT_DISABLED"
+    assert r.status_code == 409 and r.json()["error"] == "E_WEBHOOK_ENDPOINT_DISABLED"
     assert app.ok("PATCH", f"/api/webhooks/endpoints/{eid}", json={"enabled": True})["endpoint"]["enabled"] is True
     receiver.answer = Answer(200, b"ok")
     assert app.ok("POST", f"/api/webhooks/deliveries/{failed['id']}/resend")["delivery"]["state"] == "pending"
