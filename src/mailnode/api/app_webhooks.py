@@ -28,8 +28,9 @@ from mailnode.app_events import endpoints as svc
 router = APIRouter(prefix="/api/webhooks", tags=["webhook endpoints"])
 
 _AUTH: dict[int | str, dict[str, Any]] = {401: {"description": "E_UNAUTHENTICATED: no valid bearer token"}}
-_SEEN: dict[int | str, dict[str, Any]] = {404: {"description": "E_NO_SUCH_WEBHOOK_ENDPOINT: absent, or not yours (the two answer alike)"},
-         422: {"description": "E_ID_MALFORMED, or a refused field (E_WEBHOOK_*)"}}
+_SEEN: dict[int | str, dict[str, Any]] = {
+    404: {"description": "E_NO_SUCH_WEBHOOK_ENDPOINT: absent, or not yours (the two answer alike)"},
+    422: {"description": "E_ID_MALFORMED, or a refused field (E_WEBHOOK_*)"}}
 
 
 class EndpointIn(Strict):

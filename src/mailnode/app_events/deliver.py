@@ -42,6 +42,9 @@ from mailnode.schema.app_events import webhook_attempts, webhook_deliveries, web
 
 log = logging.getLogger("mailnode.app_events")
 
+#: Milliseconds in a second (an attempt's duration is kept in milliseconds).
+MS_PER_SECOND = 1000
+
 #: ``host, port -> addresses``: the resolver (``socket.getaddrinfo`` by default).
 Resolver = Callable[[str, int], list[str]]
 
@@ -85,11 +88,12 @@ def attempt(url: str, body: str, headers: dict[str, str], allow_hosts: Sequence[
 
     def done(address: str | None, status: int | None, error: str | None, excerpt: str | None = None,
              size: int | None = None) -> AttemptResult:
-        return AttemptResult(address, status, error, excerpt, size, int((time.monotonic() - started) * 1000))
+        elapsed_ms = round((time.monotonic() - started) * MS_PER_SECOND)
+        return AttemptResult(address, status, error, excerpt, size, elapsed_ms)
 
     parts = urlsplit(url)
     host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = parts.port or rules.DEFAULT_PORTS[parts.scheme]
     try:
         addresses = resolver(host, port)
     except OSError as exc:
@@ -115,7 +119,7 @@ def attempt(url: str, body: str, headers: dict[str, str], allow_hosts: Sequence[
             status = response.status_code
             error = None
             if not rules.answered_ok(status):
-                error = (f"answered {status}; redirects are not followed" if 300 <= status <= 399
+                error = (f"answered {status}; redirects are not followed" if status in rules.REDIRECT_CLASS
                          else f"answered {status}")
             return done(verdict.address, status, error, excerpt, len(read))
     except httpx.HTTPError as exc:

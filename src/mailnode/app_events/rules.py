@@ -22,6 +22,12 @@ from mailnode import budgets
 from mailnode.errors import invalid
 from mailnode.vocabulary.send_states import SendState
 
+#: The default port of each scheme an endpoint may use (RFC 9110 section 4.2.1 and 4.2.2).
+DEFAULT_PORTS = {"http": 80, "https": 443}
+#: The status classes (RFC 9110 section 15.3, "Successful 2xx"; 15.4, "Redirection 3xx").
+SUCCESS_CLASS = range(200, 300)
+REDIRECT_CLASS = range(300, 400)
+
 
 class EventType(StrEnum):
     """A webhook event's type: what happened to one recipient of an application's mail."""
@@ -230,7 +236,7 @@ def retry_delay(attempts_made: int, schedule: Sequence[int]) -> int | None:
 def answered_ok(status_code: int | None) -> bool:
     """Whether an attempt delivered: a 2xx answer. A 3xx is not followed and is a failed attempt, as is
     every other status and no answer at all (Standard Webhooks, "Retry schedule")."""
-    return status_code is not None and 200 <= status_code <= 299
+    return status_code is not None and status_code in SUCCESS_CLASS
 
 
 def payload(event: EventType, created_at: datetime, data: dict[str, Any]) -> dict[str, Any]:
