@@ -110,6 +110,8 @@ def test_a_receiver_down_gets_the_retries_then_the_endpoint_is_disabled_and_admi
     assert ep["enabled"] is False and failed["id"] in ep["disabled_reason"]
     notices = wait_for("the administrators' notice", lambda: _notices(node, "webhook_disabled"))
     assert notices[0].address == "alex@example.test" and eid in notices[0].body
+    # The notice sweep seals it as mail to the administrator, like every notice.
+    wait_for("the notice sealed", lambda: all(n.send_id for n in _notices(node, "webhook_disabled")))
 
     # Resend: refused while disabled; once enabled and the receiver is up, delivered.
     r = app.call("POST", f"/api/webhooks/deliveries/{failed['id']}/resend")
