@@ -94,8 +94,8 @@ def test_unknown_stored_values_give_no_event() -> None:
     ("app_01JDKZ8Q4M6V8R2T0W3X5Y7Z9A", "app_01JDKZ8Q4M6V8R2T0W3X5Y7Z9A", True),
     ("app_01JDKZ8Q4M6V8R2T0W3X5Y7Z9A", "app_01JDKZ8Q4M6V8R2T0W3X5Y7Z9B", False),
     ("usr_01JDKZ8Q4M6V8R2T0W3X5Y7Z9C", "app_01JDKZ8Q4M6V8R2T0W3X5Y7Z9B", True),
-    ("usr_01JDKZ8Q4M6V8R2T0W3X5Y7Z9C", "usr_01JDKZ8Q4M6V8R2T0W3X5Y7Z9C", False),
-    ("usr_01JDKZ8Q4M6V8R2T0W3X5Y7Z9C", "btl_01JDKZ8Q4M6V8R2T0W3X5Y7Z9D", False),
+    ("usr_01JDKZ8Q4M6V8R2T0W3X5Y7Z9C", "usr_01JDKZ8Q4M6V8R2T0W3X5Y7Z9E", True),
+    ("btl_01JDKZ8Q4M6V8R2T0W3X5Y7Z9D", "btl_01JDKZ8Q4M6V8R2T0W3X5Y7Z9D", False),
 ])
 def test_who_sees_an_event(owner: str, author: str, sees: bool) -> None:
     assert rules.endpoint_sees(owner, author) is sees

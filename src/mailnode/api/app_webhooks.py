@@ -1,4 +1,4 @@
-"""Webhook endpoints and deliveries: how an application (or an administrator, for every application) is told
+"""Webhook endpoints and deliveries: how an application (or an administrator, for all application mail) is told
 of its mail's events (issue 20, "Events to the application"; ``app_events``). Not the provider webhook
 receiver (``api/webhooks.py``, ``POST /api/webhooks/resend``), which takes events in.
 
@@ -138,8 +138,8 @@ class DeliveryAnswer(BaseModel):
                         422: {"description": "E_WEBHOOK_URL_MALFORMED, E_WEBHOOK_EVENT_TYPE_UNKNOWN, "
                                              "E_WEBHOOK_TAG_FILTER_MALFORMED, E_BUDGET_EXCEEDED"}})
 def create_endpoint(body: EndpointIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """Register an endpoint for the caller (an application: its own mail; an administrator: every
-    application's); the secret is shown only in this answer."""
+    """Register an endpoint for the caller (an application: its own mail; an administrator: all of the
+    organisation's application mail); the secret is shown only in this answer."""
     with node.begin() as conn:
         return svc.create_endpoint(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                    at=node.clock.now(), url=body.url, event_types=body.event_types,

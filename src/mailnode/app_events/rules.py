@@ -135,12 +135,13 @@ def tags_match(tag_filter: Sequence[str] | None, tags: Iterable[str] | None) -> 
 def endpoint_sees(owner_id: str, author_id: str) -> bool:
     """Whether an endpoint registered by ``owner_id`` receives the events of mail authored by ``author_id``.
 
-    An application's (``app_``) endpoint sees its own mail only; an administrator's (``usr_``) endpoint sees
-    the mail of every application of the organisation (never a person's correspondence or a Butler's).
+    Both are application mail (the scan reads no other): an application's (``app_``) endpoint sees its own
+    mail only; an administrator's (``usr_``) endpoint sees all of the organisation's, whoever sent it (as
+    ``GET /api/mail`` lists it to an administrator). Any other owner sees nothing (fail closed).
     """
     if owner_id.startswith("app_"):
         return author_id == owner_id
-    return owner_id.startswith("usr_") and author_id.startswith("app_")
+    return owner_id.startswith("usr_")
 
 
 def new_secret() -> str:

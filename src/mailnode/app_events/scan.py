@@ -23,6 +23,7 @@ from sqlalchemy import Connection, and_, select, update
 from mailnode import budgets
 from mailnode.app_events import rules
 from mailnode.ids import new_id
+from mailnode.outbound.mail_reads import APPLICATION_CLASSES
 from mailnode.schema.app_events import webhook_deliveries, webhook_endpoints
 from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
 from mailnode.schema.retention import sweep_cursors
@@ -43,6 +44,13 @@ class Fact:
     author_id: str
     tags: list[str] | None
     data: dict[str, Any]
+
+
+def _application_mail() -> Any:
+    """Application mail, as ``GET /api/mail`` counts it: realtime or deferrable, and not the node's own
+    (auto-submitted notices and codes). Correspondence and Butlers' mail give no webhook event."""
+    return send_manifests.c.mail_class.in_([c.value for c in APPLICATION_CLASSES]) & \
+        send_manifests.c.auto_submitted.is_(None)
 
 
 def mail_tags(row: Any) -> list[str] | None:
@@ -68,8 +76,8 @@ def _data(row: Any, recipient: str, state: str, reason: str | None, **extra: Any
 
 
 def submission_facts(conn: Connection, org_id: str, since: datetime) -> list[Fact]:
-    """Recipients of application mail whose submission state gives an event, changed at or after ``since``
-    (one statement, at most ``WEBHOOK_SCAN_PAGE_MAX`` rows, oldest first)."""
+    """Recipients of application mail (``_application_mail``) whose submission state gives an event, changed
+    at or after ``since`` (one statement, at most ``WEBHOOK_SCAN_PAGE_MAX`` rows, oldest first)."""
     r, m = send_recipients.c, send_manifests.c
     states = [s.value for s, e in rules.EVENT_OF_SUBMISSION.items() if e is not None]
     rows = conn.execute(
@@ -77,7 +85,7 @@ def submission_facts(conn: Connection, org_id: str, since: datetime) -> list[Fac
                m.author_id, m.mail_class, m.state_reason, *_OPTIONAL)
         .join(send_manifests, send_manifests.c.id == r.manifest_id)
         .where(r.org_id == org_id, r.submission_state.in_(states), r.submission_state_at >= since,
-               m.author_id.like("app\\_%", escape="\\"))
+               _application_mail())
         .order_by(r.submission_state_at).limit(budgets.WEBHOOK_SCAN_PAGE_MAX)).all()
     out = []
     for row in rows:
@@ -99,7 +107,7 @@ def recorded_facts(conn: Connection, org_id: str, since: datetime) -> list[Fact]
                e.manifest_id, m.author_id, m.mail_class, *_OPTIONAL)
         .join(send_manifests, send_manifests.c.id == e.manifest_id)
         .where(e.org_id == org_id, e.event_type.in_(list(rules.EVENT_OF_RECORDED)), e.received_at >= since,
-               m.author_id.like("app\\_%", escape="\\"))
+               _application_mail())
         .order_by(e.received_at).limit(budgets.WEBHOOK_SCAN_PAGE_MAX)).all()
     out = []
     for row in rows:
