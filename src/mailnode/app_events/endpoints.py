@@ -5,7 +5,8 @@ Who may: an organisation's administrator, any endpoint of the organisation (and 
 receive the events of all of the organisation's application mail); an application, only the endpoints it
 registered (its own mail's events). Anyone else is refused (``E_NOT_AN_ADMINISTRATOR``, 403) at
 registration; an endpoint or delivery the caller may not see answers ``E_NO_SUCH_WEBHOOK_ENDPOINT`` /
-``E_NO_SUCH_WEBHOOK_DELIVERY`` (404) like an absent one. Each change is audited (``webhook.endpoint_*``, ``webhook.delivery_resent``).
+``E_NO_SUCH_WEBHOOK_DELIVERY`` (404) like an absent one. Each change is audited (``webhook.endpoint_*``,
+``webhook.delivery_resent``).
 """
 
 from __future__ import annotations
