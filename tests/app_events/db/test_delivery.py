@@ -3,6 +3,8 @@ event once it is back; one down for the whole schedule has its endpoint disabled
 
 from __future__ import annotations
 
+import socket
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -76,3 +78,16 @@ def test_down_for_an_hour_then_up_and_down_for_a_day(cast: Cast, node: Any, cloc
         assert deliver.deliver_due(node) == {} and len(receiver.seen) == seen
     finally:
         receiver.close()
+
+
+def test_a_closed_port_is_a_failed_attempt_retried_later(cast: Cast, node: Any, clock: Any) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.2", 0))
+        port = s.getsockname()[1]
+    # Nobody listens on the port now: the connection is refused.
+    made = cast.api.post("/api/webhooks/endpoints", json={"url": f"http://127.0.0.2:{port}/in"}, headers=cast.app)
+    did = _pending(node, cast.installed.org_id, made.json()["endpoint"]["id"])
+    assert deliver.deliver_due(node) == {"pending": 1}
+    row = _row(node, webhook_deliveries, did)
+    assert row.attempts == 1 and row.last_status_code is None and "ConnectError" in row.last_error
+    assert row.next_attempt_at == clock.now() + timedelta(seconds=budgets.WEBHOOK_RETRY_SCHEDULE_SECONDS[0])
