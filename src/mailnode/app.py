@@ -10,6 +10,7 @@ from fastapi import Depends, FastAPI
 
 from mailnode import __version__, web
 from mailnode.api import (
+    app_webhooks,
     apps,
     audit,
     butler_pauses,
@@ -61,7 +62,7 @@ def create_app(node: Node) -> FastAPI:
                    butler_release, butler_runs, butler_pauses, holds, retention_settings):
         app.include_router(module.router)
     for module in (me, apps, mail, provider, metrics, receipts, conversations, search, supervised, queue,
-                   suppressions):
+                   suppressions, app_webhooks):
         app.include_router(module.router)
     # The web inbox (pages at /) comes last: it wraps the error handlers above for page paths.
     web.install(app)

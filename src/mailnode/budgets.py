@@ -711,3 +711,41 @@ SUPPRESSION_IMPORT_MAX_BYTES = 8 * 1024 * 1024
 SUPPRESSION_NOTE_MAX_CHARS = 300
 #: Characters of the list's search text (``q``), at most (sized: an address is at most 254 characters).
 SUPPRESSION_SEARCH_MAX_CHARS = 254
+
+# --- Webhooks to the application (issue 20, "Events to the application") --------------------------------
+
+#: Seconds between webhook passes (DBOS schedule): each reads the events recorded since its cursor, writes
+#: the deliveries they call for, and attempts the deliveries that are due (sized: an application sees an
+#: event within seconds, like Postmark's and Resend's webhooks; one pass is a few indexed reads).
+WEBHOOK_PASS_INTERVAL_SECONDS = 5
+#: Seconds the event scan re-reads behind its cursor, so a row committed late with an earlier timestamp is
+#: still seen (sized: far above any one transaction's length; the deliveries' unique key drops a re-read).
+WEBHOOK_SCAN_OVERLAP_SECONDS = 60
+#: Events read per source and organisation in one pass (sized: a busy minute of a small node; the rest is
+#: read by the next pass, as the cursor only moves past what was read).
+WEBHOOK_SCAN_PAGE_MAX = 500
+#: Deliveries attempted in one pass (sized: at the time-out below, a pass stays under a minute).
+WEBHOOK_ATTEMPTS_PER_PASS_MAX = 50
+#: The delay before each retry, seconds: exponential back-off over a day (Standard Webhooks suggests
+#: retrying with exponential back-off for about a day; Svix's schedule is 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
+#: 10 h). After the last, the endpoint is disabled and the administrators are told.
+WEBHOOK_RETRY_SCHEDULE_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 36000)
+#: Seconds one delivery attempt may take, connect to last byte (sized: Standard Webhooks asks receivers to
+#: answer quickly and queue the work; Svix and Stripe give a receiver 15 s).
+WEBHOOK_TIMEOUT_SECONDS = 15.0
+#: Bytes of a receiver's answer read at most; the rest is never read (sized: an acknowledgement is a few
+#: bytes; 64 KiB keeps an error page readable in the attempt log).
+WEBHOOK_RESPONSE_MAX_BYTES = 64 * 1024
+#: Characters of a receiver's answer kept in the attempt log (sized: one screen).
+WEBHOOK_RESPONSE_KEPT_CHARS = 2000
+#: Webhook endpoints per organisation, at most (sized: Postmark allows 10 per server; a few per application).
+WEBHOOK_ENDPOINTS_PER_ORG_MAX = 50
+#: A webhook URL's length at most, characters (sized: RFC 9110 asks for at least 8000; 2048 is the common
+#: browser floor and ample for a receiver's path).
+WEBHOOK_URL_MAX_CHARS = 2048
+#: Tags in an endpoint's tag filter at most (sized: as many as a send may carry, a handful).
+WEBHOOK_TAG_FILTER_MAX = 10
+#: Random bytes of a node-generated signing secret (Standard Webhooks: between 24 and 64 bytes).
+WEBHOOK_SECRET_BYTES = 32
+#: Seconds a claimed delivery stays unattempted by others (sized: the time-out above, twice, and the write).
+WEBHOOK_CLAIM_LEASE_SECONDS = 60

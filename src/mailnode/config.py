@@ -124,10 +124,34 @@ class Settings(BaseSettings):
     sweeper_lease_seconds: int = budgets.DISPATCH_LEASE_SECONDS
     #: Seconds between notice sweeps (DBOS schedule): the values ``sweeper_interval_seconds`` accepts.
     notice_sweep_interval_seconds: int = budgets.NOTICE_SWEEP_INTERVAL_SECONDS
+    #: Hosts webhook endpoints may reach although they resolve to a loopback, private, link-local or otherwise
+    #: non-public address (comma-separated in the env; exact host names or IP literals, compared lower-cased).
+    #: Empty by default: such addresses are refused (server-side request forgery; ``app_events.rules``).
+    webhook_allow_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    #: Seconds between webhook passes (DBOS schedule): the values ``sweeper_interval_seconds`` accepts.
+    webhook_pass_interval_seconds: int = budgets.WEBHOOK_PASS_INTERVAL_SECONDS
+    #: Delay before each webhook retry, seconds (comma-separated in the env); after the last the endpoint is
+    #: disabled. The default backs off exponentially over a day.
+    webhook_retry_schedule_seconds: Annotated[list[int], NoDecode] = Field(
+        default_factory=lambda: list(budgets.WEBHOOK_RETRY_SCHEDULE_SECONDS))
     #: How the log is written (``mailnode.logs``): ``text`` for a person, ``json`` for one object per line.
     log_format: Literal["text", "json"] = "text"
     #: Lowest level at which third-party libraries (DBOS, Alembic, uvicorn, aiosmtpd, flufl.bounce) are logged.
     log_libraries: Literal["debug", "info", "warning", "error"] = "warning"
+
+    @field_validator("webhook_allow_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [p.strip().lower() for p in v.split(",") if p.strip()]
+        return v
+
+    @field_validator("webhook_retry_schedule_seconds", mode="before")
+    @classmethod
+    def _split_schedule(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [int(p) for p in v.split(",") if p.strip()]
+        return v
 
     @field_validator("trusted_authserv_ids", mode="before")
     @classmethod

@@ -57,6 +57,10 @@ PREFIXES: dict[str, str] = {
     "log": "log entry",
     "wss": "web session",
     "wsa": "sign-in attempt",
+    "whe": "webhook endpoint",
+    "whd": "webhook delivery",
+    "wha": "webhook attempt",
+    "evt": "webhook event",
 }
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

@@ -16,6 +16,7 @@ import uvicorn
 
 from mailnode import logs, runtime, wiring
 from mailnode.app import create_app
+from mailnode.app_events import workflows as webhook_workflows
 from mailnode.config import Settings
 from mailnode.ingress import workflows
 from mailnode.ingress.smtp import start_listener
@@ -99,6 +100,8 @@ def schedules(settings: Settings) -> list[ScheduleInput]:
          "schedule": interval_cron(settings.sweeper_interval_seconds, "sweeper_interval_seconds")},
         {"schedule_name": "notice-sweep", "workflow_fn": notice_workflows.scheduled_notice_sweep,
          "schedule": interval_cron(settings.notice_sweep_interval_seconds, "notice_sweep_interval_seconds")},
+        {"schedule_name": "webhook-pass", "workflow_fn": webhook_workflows.scheduled_webhook_pass,
+         "schedule": interval_cron(settings.webhook_pass_interval_seconds, "webhook_pass_interval_seconds")},
     ]
 
 

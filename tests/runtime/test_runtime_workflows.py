@@ -18,7 +18,8 @@ from mailnode import runtime
 
 def test_every_async_workflow_stays_pending_on_a_graceful_stop() -> None:
     async_workflows: dict[str, bool] = {}
-    for name in (*runtime.WORKFLOW_MODULES, "mailnode.outbound.sweeper_workflows", "mailnode.notices.workflows"):
+    for name in (*runtime.WORKFLOW_MODULES, "mailnode.outbound.sweeper_workflows", "mailnode.notices.workflows",
+                 "mailnode.app_events.workflows"):
         for value in vars(importlib.import_module(name)).values():
             if hasattr(value, "dbos_function_name") and inspect.iscoroutinefunction(value):
                 async_workflows[value.__name__] = bool(getattr(value, "stays_pending_on_stop", False))
@@ -36,13 +37,14 @@ def _is_workflow(value: object) -> bool:
 
 def test_every_sync_workflow_is_waited_for_by_a_graceful_stop() -> None:
     sync_workflows: dict[str, bool] = {}
-    for name in (*runtime.WORKFLOW_MODULES, "mailnode.outbound.sweeper_workflows", "mailnode.notices.workflows"):
+    for name in (*runtime.WORKFLOW_MODULES, "mailnode.outbound.sweeper_workflows", "mailnode.notices.workflows",
+                 "mailnode.app_events.workflows"):
         for value in vars(importlib.import_module(name)).values():
             if _is_workflow(value) and not inspect.iscoroutinefunction(value):
                 sync_workflows[value.__name__] = bool(getattr(value, "drains_on_stop", False))
     assert sync_workflows == {name: True for name in (
         "materialise_workflow", "scheduled_scan", "scheduled_sweep", "trigger_workflow", "scheduled_sweeper",
-        "scheduled_notice_sweep")}
+        "scheduled_notice_sweep", "scheduled_webhook_pass")}
 
 
 class _SignallingCondition(threading.Condition):

@@ -110,6 +110,7 @@ SUBJECT_OF_KIND: dict[notices.NoticeKind, str] = {
     notices.NoticeKind.BUTLER_PAUSED: "A Butler was paused",
     notices.NoticeKind.SEND_FAILED: "A message you sent did not go out",
     notices.NoticeKind.BREAKER_TRIPPED: "A send breaker tripped",
+    notices.NoticeKind.WEBHOOK_DISABLED: "A webhook endpoint was disabled",
 }
 
 

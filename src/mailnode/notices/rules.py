@@ -40,6 +40,8 @@ class NoticeKind(StrEnum):
     - ``butler_paused``: a Butler you answer for was paused (episode: the pause).
     - ``send_failed``: a send you authored failed terminally (episode: the send).
     - ``breaker_tripped``: a rate breaker tripped (episode: the trip episode).
+    - ``webhook_disabled``: a webhook endpoint was disabled after its last retry failed (episode: the
+      endpoint's disabling, ``<whe id>@<disabled_at>``).
     """
 
     APPROVAL_ASKED = "approval_asked"
@@ -48,6 +50,7 @@ class NoticeKind(StrEnum):
     BUTLER_PAUSED = "butler_paused"
     SEND_FAILED = "send_failed"
     BREAKER_TRIPPED = "breaker_tripped"
+    WEBHOOK_DISABLED = "webhook_disabled"
 
 
 class Audience(StrEnum):
@@ -74,10 +77,12 @@ AUDIENCE_OF_KIND: dict[NoticeKind, Audience] = {
     NoticeKind.BUTLER_PAUSED: Audience.BUTLER_OWNERS,
     NoticeKind.SEND_FAILED: Audience.AUTHOR,
     NoticeKind.BREAKER_TRIPPED: Audience.ADMINISTRATORS,
+    NoticeKind.WEBHOOK_DISABLED: Audience.ADMINISTRATORS,
 }
 
 #: The id prefix of each kind's episode subject (``ids.PREFIXES``); ``breaker_tripped`` episodes are not
-#: ids but ``<breaker>@<started_at>`` (``trip_episode_id``). Total over ``NoticeKind``.
+#: ids but ``<breaker>@<started_at>`` (``trip_episode_id``), ``webhook_disabled`` ones
+#: ``<whe id>@<disabled_at>`` (an endpoint re-enabled and disabled again is a new episode). Total over ``NoticeKind``.
 EPISODE_PREFIX_OF_KIND: dict[NoticeKind, str | None] = {
     NoticeKind.APPROVAL_ASKED: "ast",
     NoticeKind.DOMAIN_PAUSE_PLACED: "dpz",
@@ -85,6 +90,7 @@ EPISODE_PREFIX_OF_KIND: dict[NoticeKind, str | None] = {
     NoticeKind.BUTLER_PAUSED: "bpz",
     NoticeKind.SEND_FAILED: "snd",
     NoticeKind.BREAKER_TRIPPED: None,
+    NoticeKind.WEBHOOK_DISABLED: None,
 }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from mailnode import audit as _audit  # noqa: F401
 from mailnode.db.meta import metadata
+from mailnode.schema import app_events as _app_events  # noqa: F401
 from mailnode.schema import butler as _butler  # noqa: F401
 from mailnode.schema import butler_runs as _butler_runs  # noqa: F401
 from mailnode.schema import directory as _directory  # noqa: F401
