@@ -118,3 +118,37 @@ def test_an_attempt_connects_to_the_address_it_checked_without_a_second_lookup()
         assert refused.address is None and "loopback" in (refused.error or "") and len(receiver.seen) == 1
     finally:
         receiver.close()
+
+
+def test_a_tag_filter_passes_only_mail_carrying_one_of_its_tags_and_a_suppression_says_why(cast: Cast,
+                                                                                             node: Any) -> None:
+    """The sends' own tags and metadata (``POST /api/mail``) reach the events; an endpoint's tag filter keeps
+    only mail carrying one of its tags; a recipient on the suppression list gives ``mail.suppressed`` with
+    the list's reason."""
+    tagged = _endpoint(cast, cast.app, tag_filter=["welcome"]).json()["endpoint"]["id"]
+    everything = _endpoint(cast, cast.app).json()["endpoint"]["id"]
+    granted = cast.api.post("/api/access", headers=cast.admin, json={
+        "subject_id": cast.app_id, "relation": "send.propose", "object_id": cast.installed.mailbox_id})
+    assert granted.status_code == 201, granted.text
+    listed = cast.api.post("/api/suppressions", json={"address": "gone@remote.test"}, headers=cast.admin)
+    assert listed.status_code == 201, listed.text
+    base = {"mailbox_id": cast.installed.mailbox_id, "class": "deferrable", "subject": "Hi", "text": "Hello."}
+    welcome = cast.api.post("/api/mail", headers=cast.app, json={
+        **base, "to": ["a@remote.test"], "tags": ["welcome"], "metadata": {"user_id": "42"}, "idempotency_key": "w"})
+    other = cast.api.post("/api/mail", headers=cast.app, json={
+        **base, "to": ["gone@remote.test"], "tags": ["invoice"], "idempotency_key": "i"})
+    assert welcome.status_code == 202 and other.status_code == 202, (welcome.text, other.text)
+    with running_sink() as sink:
+        dispatch.sweep(node, transport=sink.transport())
+    with node.begin() as conn:
+        scan.scan_org(conn, cast.installed.org_id, node.clock.now())
+    with node.read() as conn:
+        rows = conn.execute(select(webhook_deliveries)).all()
+    got = sorted((r.endpoint_id == tagged, r.event_type, r.payload["data"]["recipient"]) for r in rows)
+    assert got == [(False, "mail.handed_over", "a@remote.test"), (False, "mail.suppressed", "gone@remote.test"),
+                   (True, "mail.handed_over", "a@remote.test")]
+    first = next(r.payload["data"] for r in rows if r.endpoint_id == tagged)
+    assert first["tags"] == ["welcome"] and first["metadata"] == {"user_id": "42"}
+    suppressed = next(r.payload["data"] for r in rows if r.event_type == "mail.suppressed")
+    assert suppressed["reason"] == "manual" and suppressed["tags"] == ["invoice"]
+    assert {r.endpoint_id for r in rows} == {tagged, everything}
