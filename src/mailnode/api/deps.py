@@ -18,9 +18,11 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials
 
 from mailnode import budgets
 from mailnode.addresses import normalise_address
+from mailnode.api.responses import bearer
 from mailnode.directory.tokens import Principal, authenticate
 from mailnode.errors import MailnodeError
 from mailnode.ids import PREFIXES, is_id
@@ -36,8 +38,11 @@ def get_node(request: Request) -> Node:
 NodeDep = Annotated[Node, Depends(get_node)]
 
 
-def get_caller(node: NodeDep, authorization: Annotated[str | None, Header()] = None) -> Principal:
-    """The authenticated principal; ``E_UNAUTHENTICATED`` (401) otherwise."""
+def get_caller(node: NodeDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+               _scheme: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)] = None) -> Principal:
+    """The authenticated principal; ``E_UNAUTHENTICATED`` (401) otherwise. ``_scheme`` only marks every route
+    that depends on this with the document's ``bearer`` security scheme (``api.responses.bearer``); the
+    header is read and refused by ``authenticate`` alone."""
     with node.read() as conn:
         return authenticate(conn, authorization)
 
