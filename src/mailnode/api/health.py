@@ -3,9 +3,10 @@ shown as far as the caller's relations reach: ``mailnode.doctor.visibility``).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict
 
 from mailnode import __version__
 from mailnode.api.deps import CallerDep, NodeDep
@@ -16,7 +17,16 @@ from mailnode.doctor.visibility import view, viewer_of
 router = APIRouter(prefix="/api", tags=["health"])
 
 
-@router.get("/health")
+class Health(BaseModel):
+    """Liveness: ``status`` is always ``up`` when the process answers; ``version`` is mailnode's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["up"]
+    version: str
+
+
+@router.get("/health", response_model=Health)
 def health() -> dict[str, Any]:
     """Liveness: the process answers. Says nothing about the node's health (see /api/doctor)."""
     return {"status": "up", "version": __version__}

@@ -39,7 +39,9 @@ from sqlalchemy import select
 
 from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, address_filter, paged, query_invalid
+from mailnode.api.mail_models import MailAnswer, MailPage
 from mailnode.api.models import Strict
+from mailnode.api.responses import errors, id_path
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.outbound import mail_reads
@@ -164,8 +166,10 @@ _KEY_WHERE = "idempotency_key"
 _READ_AT = "GET /api/mail/{id}"
 
 
-@router.post("", status_code=202, responses={200: {"description": "realtime mail the provider accepted"},
-                                             503: {"description": "realtime mail could not be sent"}})
+@router.post("", status_code=202, response_model=MailAnswer,
+             responses={200: {"model": MailAnswer, "description": "realtime mail the provider accepted"},
+                        202: {"description": "deferrable mail sealed; the next dispatch sweep hands it over"},
+                        **errors(403, 404, 409, 503)})
 def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
               idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None) -> JSONResponse:
     """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key.
@@ -216,7 +220,7 @@ def _instant(value: datetime | None, name: str) -> datetime | None:
         raise query_invalid(name, value, "the instant is outside the years 1..9999 in UTC") from None
 
 
-@router.get("")
+@router.get("", response_model=MailPage)
 def list_mail(node: NodeDep, caller: CallerDep, page: SendPageDep, state: SendState | None = None,
               mail_class: Annotated[Literal["realtime", "deferrable"] | None, Query(alias="class")] = None,
               recipient: str | None = None, after: datetime | None = None,
@@ -241,7 +245,7 @@ def list_mail(node: NodeDep, caller: CallerDep, page: SendPageDep, state: SendSt
     return paged("mail", items, page)
 
 
-@router.get("/{send_id}")
-def get_mail(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.get("/{send_id}", response_model=MailAnswer, responses=errors(404))
+def get_mail(send_id: Annotated[str, id_path("snd")], node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One send the caller made through this API, in the node's vocabulary."""
     return {"mail": mail_json(node, caller.org_id, caller.principal_id, send_id)}
