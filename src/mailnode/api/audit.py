@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from sqlalchemy import select
 
 from mailnode import audit, budgets
@@ -16,8 +16,9 @@ router = APIRouter(prefix="/api/audit", tags=["audit"])
 
 @router.get("")
 def list_entries(node: NodeDep, caller: CallerDep, action: str | None = None, limit: int | None = None,
-                 cursor: int | None = None) -> dict[str, Any]:
-    """Entries newest first; ``cursor`` is a sequence number to continue below; ``action`` filters."""
+                 cursor: Annotated[int | None, Query(ge=0, le=budgets.AUDIT_CURSOR_MAX)] = None) -> dict[str, Any]:
+    """Entries newest first; ``cursor`` is a sequence number to continue below (0..``AUDIT_CURSOR_MAX``, else
+    422 ``E_REQUEST_INVALID`` naming ``query.cursor``); ``action`` filters."""
     n = budgets.AUDIT_LIST_MAX if limit is None else max(1, min(limit, budgets.AUDIT_LIST_MAX))
     t = audit.audit_entries
     with node.read() as conn:
