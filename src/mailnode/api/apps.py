@@ -17,6 +17,7 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
+from mailnode.api.responses import AppId, errors
 from mailnode.directory.applications import create_application, list_applications, mint_application_token
 
 router = APIRouter(prefix="/api/apps", tags=["apps"])
@@ -28,7 +29,7 @@ class AppIn(Strict):
     name: str
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=errors(409))
 def create_app_principal(body: AppIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create an application; the token in the answer is never shown again."""
     with node.begin() as conn:
@@ -44,7 +45,7 @@ def list_app_principals(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.post("/{app_id}/tokens", status_code=201)
-def mint_app_token(app_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def mint_app_token(app_id: AppId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """A new token for the application (the old ones stay valid until revoked); shown in this answer only."""
     with node.begin() as conn:
         return mint_application_token(conn, org_id=caller.org_id, actor_id=caller.principal_id,

@@ -16,6 +16,7 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import ButlerPausePageDep, CallerDep, NodeDep, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import ButlerPauseId
 from mailnode.butler import pause
 
 router = APIRouter(prefix="/api/butler-pauses", tags=["butlers"])
@@ -37,7 +38,7 @@ def list_(node: NodeDep, caller: CallerDep, page: ButlerPausePageDep, in_force: 
 
 
 @router.post("/{pause_id}/resume")
-def resume(pause_id: str, body: ResumeIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def resume(pause_id: ButlerPauseId, body: ResumeIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Resume one pause with a reason."""
     with node.begin() as conn:
         return {"butler_pause": pause.resume(conn, org_id=caller.org_id, principal_id=caller.principal_id,

@@ -15,6 +15,7 @@ from fastapi import APIRouter
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.messages import message_summary
 from mailnode.api.models import Strict
+from mailnode.api.responses import CaseId, ConversationId
 from mailnode.mail import cases as cases_mod
 from mailnode.mail import notes as notes_mod
 from mailnode.mail.thread import Thread, author_kind, body_of, read_thread
@@ -69,7 +70,7 @@ def _note_item(r: Any) -> dict[str, Any]:
 
 
 @router.get("/conversations/{conversation_id}")
-def get_conversation(conversation_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def get_conversation(conversation_id: ConversationId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """A conversation: ``thread`` (messages, sends and notes in order, each ``{"kind", "at", <kind>: ...}``),
     and, as before, ``messages`` (received, metadata read) and ``cases``. See ``mail.thread`` for who sees what."""
     with node.read() as conn:
@@ -96,7 +97,7 @@ class NoteIn(Strict):
 
 
 @router.post("/cases/{case_id}/notes", status_code=201)
-def add_note(case_id: str, body: NoteIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def add_note(case_id: CaseId, body: NoteIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Add an internal note to a case (``send.propose`` on its mailbox); 201 ``{"note": ...}``. Never sent."""
     with node.begin() as conn:
         return {"note": notes_mod.add_note(conn, org_id=caller.org_id, principal_id=caller.principal_id,

@@ -25,7 +25,7 @@ from mailnode.addresses import normalise_address
 from mailnode.api.responses import bearer
 from mailnode.directory.tokens import Principal, authenticate
 from mailnode.errors import MailnodeError
-from mailnode.ids import PREFIXES, is_id
+from mailnode.ids import PREFIXES, id_pattern, is_id
 from mailnode.node import Node
 
 
@@ -105,7 +105,8 @@ def _cursor_refused(cursor: str, problem: str) -> RequestValidationError:
 def id_pages(prefix: str) -> Callable[..., Page]:
     """The page dependency of a list keyed by ``prefix`` ids: the cursor must be such an id (else 422)."""
 
-    def get_page(limit: int | None = Query(default=None), cursor: str | None = Query(default=None)) -> Page:
+    def get_page(limit: int | None = Query(default=None),
+                 cursor: str | None = Query(default=None, json_schema_extra={"pattern": id_pattern(prefix)})) -> Page:
         problem = _id_problem(cursor, (prefix,)) if cursor else None
         if cursor and problem is not None:
             raise _cursor_refused(cursor, problem)

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from mailnode import authz
 from mailnode.api.deps import CallerDep, GrantPageDep, NodeDep, TeamPageDep, UserPageDep, id_filter, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import GrantId, TeamId, TokenId, UserId, errors
 from mailnode.codes import verification_io
 from mailnode.directory import domains, people, tokens
 
@@ -80,7 +81,7 @@ def list_users(node: NodeDep, caller: CallerDep, page: UserPageDep) -> dict[str,
                                                 limit=page.limit, cursor=page.cursor), page)
 
 
-@router.post("/teams", status_code=201)
+@router.post("/teams", status_code=201, responses=errors(409))
 def create_team(body: TeamIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create a team (administrators)."""
     with node.begin() as conn:
@@ -97,7 +98,7 @@ def list_teams(node: NodeDep, caller: CallerDep, page: TeamPageDep) -> dict[str,
 
 
 @router.post("/teams/{team_id}/members")
-def add_member(team_id: str, body: MemberIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def add_member(team_id: TeamId, body: MemberIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Add a person to a team (administrators)."""
     with node.begin() as conn:
         return {"team": people.add_member(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -105,7 +106,7 @@ def add_member(team_id: str, body: MemberIn, node: NodeDep, caller: CallerDep) -
 
 
 @router.delete("/teams/{team_id}/members/{user_id}")
-def remove_member(team_id: str, user_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def remove_member(team_id: TeamId, user_id: UserId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Remove a person from a team (administrators)."""
     with node.begin() as conn:
         return {"team": people.remove_member(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -137,7 +138,7 @@ def grant(body: GrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.delete("/access/{grant_id}")
-def revoke(grant_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def revoke(grant_id: GrantId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Revoke a grant (administrators)."""
     with node.begin() as conn:
         authz.revoke(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
@@ -174,7 +175,7 @@ def list_tokens(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.delete("/tokens/{token_id}")
-def revoke_token(token_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def revoke_token(token_id: TokenId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Revoke a token and every token minted from it (your own, or any as an administrator);
     ``{"revoked": id, "also_revoked": [ids of the tokens minted from it, at any depth]}``."""
     with node.begin() as conn:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from mailnode.api.deps import CallerDep, DraftPageDep, NodeDep, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import DraftId
 from mailnode.outbound import drafts
 from mailnode.retention import holds
 
@@ -56,14 +57,14 @@ def list_(node: NodeDep, caller: CallerDep, page: DraftPageDep) -> dict[str, Any
 
 
 @router.get("/{draft_id}")
-def get(draft_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def get(draft_id: DraftId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One of the caller's drafts."""
     with node.read() as conn:
         return {"draft": drafts.get(conn, org_id=caller.org_id, author_id=caller.principal_id, draft_id=draft_id)}
 
 
 @router.put("/{draft_id}")
-def edit(draft_id: str, body: DraftPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def edit(draft_id: DraftId, body: DraftPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the fields given."""
     values = {k: getattr(body, k) for k in body.model_fields_set}
     with node.begin() as conn:
@@ -72,7 +73,7 @@ def edit(draft_id: str, body: DraftPatch, node: NodeDep, caller: CallerDep) -> d
 
 
 @router.delete("/{draft_id}")
-def remove(draft_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def remove(draft_id: DraftId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Delete one of the caller's drafts (``E_LEGAL_HOLD``, 409, and ``hold.blocked`` when a hold covers it)."""
     with holds.deleting(node) as conn:
         drafts.remove(conn, org_id=caller.org_id, author_id=caller.principal_id, at=node.clock.now(),

@@ -27,6 +27,7 @@ from pydantic import Field
 from mailnode import authz
 from mailnode.api.deps import ApprovalPageDep, CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import ApprovalId, DomainPauseId, PolicyId
 from mailnode.governance import approvals, breakers, limits, pauses, policies
 from mailnode.governance.policy import Conditions
 
@@ -99,7 +100,7 @@ def create_policy(body: PolicyIn, node: NodeDep, caller: CallerDep) -> dict[str,
 
 
 @router.post("/api/policies/{policy_id}/draft")
-def draft_policy(policy_id: str, body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def draft_policy(policy_id: PolicyId, body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the policy's draft."""
     with node.begin() as conn:
         return {"policy": policies.edit_draft(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -109,7 +110,7 @@ def draft_policy(policy_id: str, body: DraftIn, node: NodeDep, caller: CallerDep
 
 
 @router.post("/api/policies/{policy_id}/publish")
-def publish_policy(policy_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def publish_policy(policy_id: PolicyId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Publish the draft (supersedes the live version)."""
     with node.begin() as conn:
         return {"policy": policies.publish(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -135,7 +136,7 @@ def list_approvals(node: NodeDep, caller: CallerDep, page: ApprovalPageDep) -> d
 
 
 @router.post("/api/approvals/{approval_id}/decide")
-def decide(approval_id: str, body: DecisionIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def decide(approval_id: ApprovalId, body: DecisionIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Approve or deny; completion and its effect commit together."""
     with node.begin() as conn:
         return {"decided": approvals.decide(conn, org_id=caller.org_id, approval_id=approval_id,
@@ -144,7 +145,7 @@ def decide(approval_id: str, body: DecisionIn, node: NodeDep, caller: CallerDep)
 
 
 @router.post("/api/approvals/{approval_id}/withdraw")
-def withdraw(approval_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def withdraw(approval_id: ApprovalId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Withdraw the caller's standing approval."""
     with node.begin() as conn:
         return {"withdrawn": approvals.withdraw(conn, org_id=caller.org_id, approval_id=approval_id,
@@ -167,7 +168,7 @@ def list_pauses(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.post("/api/domain-pauses/{pause_id}/lift")
-def lift_pause(pause_id: str, node: NodeDep, caller: CallerDep, body: LiftIn | None = None) -> dict[str, Any]:
+def lift_pause(pause_id: DomainPauseId, node: NodeDep, caller: CallerDep, body: LiftIn | None = None) -> dict[str, Any]:
     """Lift a pause in force (one administrator)."""
     with node.begin() as conn:
         return {"lifted": pauses.lift(conn, org_id=caller.org_id, actor_id=caller.principal_id, pause_id=pause_id,

@@ -17,6 +17,7 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, HoldPageDep, NodeDep, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import HoldId
 from mailnode.retention import holds
 
 router = APIRouter(tags=["holds"])
@@ -50,7 +51,7 @@ def place_hold(body: HoldIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]
 
 
 @router.post("/api/holds/{hold_id}/lift", status_code=202)
-def lift_hold(hold_id: str, node: NodeDep, caller: CallerDep, body: HoldLiftIn | None = None) -> dict[str, Any]:
+def lift_hold(hold_id: HoldId, node: NodeDep, caller: CallerDep, body: HoldLiftIn | None = None) -> dict[str, Any]:
     """Ask two other deciders to lift a hold."""
     with node.begin() as conn:
         return {"lift": holds.request_lift(conn, org_id=caller.org_id, actor_id=caller.principal_id,

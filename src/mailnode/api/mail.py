@@ -41,7 +41,7 @@ from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, address_filter, paged, query_invalid
 from mailnode.api.mail_models import MailAnswer, MailPage
 from mailnode.api.models import Strict
-from mailnode.api.responses import errors, id_path
+from mailnode.api.responses import SendId, errors
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.outbound import mail_reads
@@ -116,7 +116,7 @@ def realtime_replay_answer(state: str, *, claimed: bool) -> ReplayAnswer:
     return REALTIME_REPLAY[known]
 
 
-def in_flight(send_id: str) -> MailnodeError:
+def in_flight(send_id: SendId) -> MailnodeError:
     """409 ``E_MAIL_IN_FLIGHT``: the first request with this key is still waiting for the provider."""
     return conflict("E_MAIL_IN_FLIGHT",
                     f"The mail {send_id} under this idempotency key is still being handed over.",
@@ -126,7 +126,7 @@ def in_flight(send_id: str) -> MailnodeError:
                     send_id=send_id)
 
 
-def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str, Any]:
+def mail_json(node: Any, org_id: str, author_id: str, send_id: SendId) -> dict[str, Any]:
     """The API shape of one send the caller sealed (``outbound.mail_reads.read_mail``); ``E_NO_SUCH_MAIL``
     (404) otherwise.
 
@@ -136,7 +136,7 @@ def mail_json(node: Any, org_id: str, author_id: str, send_id: str) -> dict[str,
         return mail_reads.read_mail(conn, org_id=org_id, author_id=author_id, send_id=send_id)
 
 
-def _answer_sealed(node: Any, caller: Any, send_id: str, mail_class: str) -> JSONResponse:
+def _answer_sealed(node: Any, caller: Any, send_id: SendId, mail_class: str) -> JSONResponse:
     mail = mail_json(node, caller.org_id, caller.principal_id, send_id)
     if mail_class == MailClass.REALTIME.value:
         with node.read() as conn:
@@ -246,6 +246,6 @@ def list_mail(node: NodeDep, caller: CallerDep, page: SendPageDep, state: SendSt
 
 
 @router.get("/{send_id}", response_model=MailAnswer, responses=errors(404))
-def get_mail(send_id: Annotated[str, id_path("snd")], node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def get_mail(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One send the caller made through this API, in the node's vocabulary."""
     return {"mail": mail_json(node, caller.org_id, caller.principal_id, send_id)}

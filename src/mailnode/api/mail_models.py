@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 
 from mailnode.api.responses import id_field
 from mailnode.vocabulary.send_states import SendState
 
-_INSTANT = {"format": "date-time"}
+_INSTANT: JsonDict = {"format": "date-time"}
 
 
 class MailRecipient(BaseModel):

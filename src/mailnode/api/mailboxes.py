@@ -9,6 +9,7 @@ from pydantic import Field
 
 from mailnode.api.deps import CallerDep, MailboxPageDep, NodeDep, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import MailboxId
 from mailnode.mail import mailboxes
 
 router = APIRouter(prefix="/api/mailboxes", tags=["mailboxes"])
@@ -49,7 +50,7 @@ def list_(node: NodeDep, caller: CallerDep, page: MailboxPageDep) -> dict[str, A
 
 
 @router.get("/{mailbox_id}")
-def get(mailbox_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def get(mailbox_id: MailboxId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One mailbox (404 unless the caller may know of it)."""
     with node.read() as conn:
         return {"mailbox": mailboxes.get_mailbox(conn, org_id=caller.org_id, principal_id=caller.principal_id,
@@ -57,7 +58,7 @@ def get(mailbox_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.patch("/{mailbox_id}")
-def patch(mailbox_id: str, body: MailboxPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def patch(mailbox_id: MailboxId, body: MailboxPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Change a mailbox's name, addresses or hold window (administrators); null hold window = default."""
     kwargs: dict[str, Any] = {}
     if "hold_window_seconds" in body.model_fields_set:

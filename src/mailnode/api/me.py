@@ -12,6 +12,7 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
+from mailnode.api.responses import errors
 from mailnode.codes import verification_io
 
 router = APIRouter(prefix="/api/me", tags=["me"])
@@ -36,7 +37,7 @@ def set_contact_email(body: ContactEmailIn, node: NodeDep, caller: CallerDep) ->
                                         address=body.address)
 
 
-@router.post("/contact-email/verify")
+@router.post("/contact-email/verify", responses=errors(409))
 def verify_contact_email(body: CodeIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Check a code; on success the contact address is verified."""
     return verification_io.verify_code(node, org_id=caller.org_id, user_id=caller.principal_id, code=body.code)

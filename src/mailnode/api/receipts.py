@@ -25,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 
 from mailnode import budgets, runtime
 from mailnode.api.deps import CallerDep, NodeDep, Page, paged
+from mailnode.api.responses import ReceiptId
 from mailnode.errors import invalid
 from mailnode.ids import is_id
 from mailnode.ingress import quarantine
@@ -63,7 +64,7 @@ def list_(node: NodeDep, caller: CallerDep, page: ReceiptPageDep, state: str = "
 
 
 @router.post("/{receipt_id}/redrive", status_code=202)
-def redrive(receipt_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def redrive(receipt_id: ReceiptId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Clear a receipt's quarantine and materialise it again."""
     with node.begin() as conn:
         receipt = quarantine.redrive(conn, org_id=caller.org_id, principal_id=caller.principal_id,

@@ -9,6 +9,8 @@ every route can answer because of what sits in front of all of them, so no route
 - 500 ``E_INTERNAL`` (``api.errors``);
 - 400 ``E_REQUEST_MALFORMED`` and 413 ``E_REQUEST_TOO_LARGE`` on a route that takes a body
   (``api.errors``, ``api.body_limit``);
+- 404 ``E_NO_SUCH_...`` on a route with a path parameter (the object it names is absent or undisclosed:
+  ``errors.not_found``);
 - 401 ``E_UNAUTHENTICATED`` on a route that needs a bearer token (it depends on ``deps.get_caller``, which
   carries ``bearer``, so the document marks it with the ``bearer`` security scheme).
 
@@ -20,7 +22,7 @@ in the node's shape).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Path, Query
 from fastapi.openapi.utils import get_openapi
@@ -95,6 +97,27 @@ def id_path(prefix: str) -> Any:
     return Path(json_schema_extra={"pattern": id_pattern(prefix)})
 
 
+#: Path parameters holding an id of one kind, each with its pattern in the document (``id_path``).
+AppId = Annotated[str, id_path("app")]
+ApprovalId = Annotated[str, id_path("apr")]
+ButlerId = Annotated[str, id_path("btl")]
+CaseId = Annotated[str, id_path("cas")]
+ConversationId = Annotated[str, id_path("cnv")]
+DraftId = Annotated[str, id_path("dft")]
+GrantId = Annotated[str, id_path("rt")]
+HoldId = Annotated[str, id_path("hld")]
+MailboxId = Annotated[str, id_path("mbx")]
+MessageId = Annotated[str, id_path("msg")]
+PolicyId = Annotated[str, id_path("pol")]
+ReceiptId = Annotated[str, id_path("rcpt")]
+SendId = Annotated[str, id_path("snd")]
+TeamId = Annotated[str, id_path("tm")]
+TokenId = Annotated[str, id_path("tok")]
+UserId = Annotated[str, id_path("usr")]
+DomainPauseId = Annotated[str, id_path("dpz")]
+ButlerPauseId = Annotated[str, id_path("bpz")]
+
+
 def id_query(prefix: str, alias: str | None = None) -> Any:
     """A query parameter holding a ``prefix`` id, documented with its pattern (see ``id_path``)."""
     return Query(alias=alias, json_schema_extra={"pattern": id_pattern(prefix)})
@@ -108,6 +131,7 @@ def id_field(prefix: str, **kwargs: Any) -> Any:
 _COMMON_ALWAYS = (422, 500)
 _COMMON_BODY = (400, 413)
 _AUTH = 401
+_ABSENT = 404
 _FRAMEWORK_SCHEMAS = ("HTTPValidationError", "ValidationError")
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options", "trace"})
 
@@ -132,6 +156,8 @@ def complete(doc: dict[str, Any]) -> dict[str, Any]:
             statuses = list(_COMMON_ALWAYS)
             if "requestBody" in op:
                 statuses += _COMMON_BODY
+            if any(p.get("in") == "path" for p in op.get("parameters", [])):
+                statuses.append(_ABSENT)
             if op.get("security"):
                 statuses.append(_AUTH)
             for status in statuses:

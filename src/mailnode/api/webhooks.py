@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from mailnode.api.deps import NodeDep
+from mailnode.api.responses import errors
 from mailnode.node import Node
 from mailnode.outbound.provider_events import record_provider_event
 from mailnode.outbound.webhooks import ProviderEvent, verify_resend_webhook
@@ -29,7 +30,7 @@ def _record(node: Node, event: ProviderEvent) -> dict[str, Any]:
         return record_provider_event(conn, event, node.clock.now())
 
 
-@router.post("/resend")
+@router.post("/resend", responses=errors(401, 404))
 async def resend(request: Request, node: NodeDep) -> dict[str, Any]:
     """Verify and record one Resend event; 200 with what happened (recorded, duplicate or ignored)."""
     body = await request.body()
