@@ -36,7 +36,7 @@ class ButlerIn(Strict):
     source: str
 
 
-class DraftIn(Strict):
+class ButlerDraftIn(Strict):
     """``{source}``: the program's JSON text."""
 
     source: str
@@ -52,7 +52,7 @@ def create(body: ButlerIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.put("/{butler_id}/draft")
-def save_draft(butler_id: ButlerId, body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def save_draft(butler_id: ButlerId, body: ButlerDraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the draft (or start one after a publication): ``{"butler": {...}}``."""
     with node.begin() as conn:
         return {"butler": lifecycle.save_draft(conn, org_id=caller.org_id, actor_id=caller.principal_id,

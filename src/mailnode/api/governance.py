@@ -57,7 +57,7 @@ class StageIn(Strict):
     team_id: Any = None
 
 
-class DraftIn(Strict):
+class PolicyDraftIn(Strict):
     """A draft: outcome, conditions and stages."""
 
     outcome: str
@@ -65,7 +65,7 @@ class DraftIn(Strict):
     stages: list[StageIn] = Field(default_factory=list)
 
 
-class PolicyIn(DraftIn):
+class PolicyIn(PolicyDraftIn):
     """A new policy: its name and first draft."""
 
     name: str
@@ -100,7 +100,7 @@ def create_policy(body: PolicyIn, node: NodeDep, caller: CallerDep) -> dict[str,
 
 
 @router.post("/api/policies/{policy_id}/draft")
-def draft_policy(policy_id: PolicyId, body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def draft_policy(policy_id: PolicyId, body: PolicyDraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the policy's draft."""
     with node.begin() as conn:
         return {"policy": policies.edit_draft(conn, org_id=caller.org_id, actor_id=caller.principal_id,

@@ -20,7 +20,7 @@ from mailnode.governance import supervised
 router = APIRouter(prefix="/api/supervised-grants", tags=["governance"])
 
 
-class GrantIn(Strict):
+class SupervisedGrantIn(Strict):
     """``{mailbox_id, scope, reason, duration_seconds}``: what to read, why and for how long (seconds)."""
 
     mailbox_id: str
@@ -30,7 +30,7 @@ class GrantIn(Strict):
 
 
 @router.post("", status_code=201)
-def request(body: GrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def request(body: SupervisedGrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Ask for a supervised grant for yourself; nothing opens until two deciders approve it."""
     with node.begin() as conn:
         return supervised.request(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
