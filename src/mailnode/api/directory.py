@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from mailnode import authz
 from mailnode.api.deps import CallerDep, GrantPageDep, NodeDep, TeamPageDep, UserPageDep, id_filter, paged
 from mailnode.api.models import Strict
+from mailnode.api.principal_models import GrantRevoked, MeAnswer, MintedTokenAnswer, TokenList, TokenRevoked
 from mailnode.api.responses import GrantId, TeamId, TokenId, UserId, errors
 from mailnode.codes import verification_io
 from mailnode.directory import domains, people, tokens
@@ -55,7 +56,7 @@ class TokenIn(Strict):
     label: str
 
 
-@router.get("/me")
+@router.get("/me", response_model=MeAnswer)
 def me(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Who the token belongs to, whether they administer the organisation, and their contact address
     (``contact_email``, ``contact_email_verified``: notices go there; unverified may reach nobody)."""
@@ -137,7 +138,7 @@ def grant(body: GrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
         return {"grant": g.to_json()}
 
 
-@router.delete("/access/{grant_id}")
+@router.delete("/access/{grant_id}", response_model=GrantRevoked, responses=errors(403))
 def revoke(grant_id: GrantId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Revoke a grant (administrators)."""
     with node.begin() as conn:
@@ -158,7 +159,7 @@ def list_access(node: NodeDep, caller: CallerDep, page: GrantPageDep, subject_id
         return paged("grants", [g.to_json() for g in grants], page)
 
 
-@router.post("/tokens", status_code=201)
+@router.post("/tokens", status_code=201, response_model=MintedTokenAnswer, responses=errors(403))
 def create_token(body: TokenIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """A new token for the caller, revoked with the caller's token; the plaintext is in this answer only.
     An application's token answers 403 ``E_APPLICATION_CANNOT_MINT`` (``tokens.mint_own_token``)."""
@@ -166,7 +167,7 @@ def create_token(body: TokenIn, node: NodeDep, caller: CallerDep) -> dict[str, A
         return {"token": tokens.mint_own_token(conn, caller, at=node.clock.now(), label=body.label)}
 
 
-@router.get("/tokens")
+@router.get("/tokens", response_model=TokenList)
 def list_tokens(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The caller's tokens (never their plaintext)."""
     with node.read() as conn:
@@ -174,7 +175,7 @@ def list_tokens(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                 "next_cursor": None}
 
 
-@router.delete("/tokens/{token_id}")
+@router.delete("/tokens/{token_id}", response_model=TokenRevoked, responses=errors(403))
 def revoke_token(token_id: TokenId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Revoke a token and every token minted from it (your own, or any as an administrator);
     ``{"revoked": id, "also_revoked": [ids of the tokens minted from it, at any depth]}``."""
