@@ -8,6 +8,16 @@ from fastapi import APIRouter
 
 from mailnode import authz
 from mailnode.api.deps import CallerDep, GrantPageDep, NodeDep, TeamPageDep, UserPageDep, id_filter, paged
+from mailnode.api.directory_models import (
+    DomainAnswer,
+    DomainList,
+    GrantAnswer,
+    GrantPage,
+    TeamAnswer,
+    TeamPage,
+    UserAnswer,
+    UserPage,
+)
 from mailnode.api.models import Strict
 from mailnode.api.principal_models import GrantRevoked, MeAnswer, MintedTokenAnswer, TokenList, TokenRevoked
 from mailnode.api.responses import GrantId, TeamId, TokenId, UserId, errors
@@ -66,7 +76,7 @@ def me(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                        **verification_io.contact_json(conn, caller.principal_id)}}
 
 
-@router.post("/users", status_code=201)
+@router.post("/users", status_code=201, response_model=UserAnswer, responses=errors(403, 409))
 def create_user(body: UserIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create a user (administrators)."""
     with node.begin() as conn:
@@ -74,7 +84,7 @@ def create_user(body: UserIn, node: NodeDep, caller: CallerDep) -> dict[str, Any
                                            at=node.clock.now(), email=body.email, name=body.name)}
 
 
-@router.get("/users")
+@router.get("/users", response_model=UserPage, responses=errors(403))
 def list_users(node: NodeDep, caller: CallerDep, page: UserPageDep) -> dict[str, Any]:
     """The organisation's users."""
     with node.read() as conn:
@@ -82,7 +92,7 @@ def list_users(node: NodeDep, caller: CallerDep, page: UserPageDep) -> dict[str,
                                                 limit=page.limit, cursor=page.cursor), page)
 
 
-@router.post("/teams", status_code=201, responses=errors(409))
+@router.post("/teams", status_code=201, response_model=TeamAnswer, responses=errors(403, 409))
 def create_team(body: TeamIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create a team (administrators)."""
     with node.begin() as conn:
@@ -90,7 +100,7 @@ def create_team(body: TeamIn, node: NodeDep, caller: CallerDep) -> dict[str, Any
                                            at=node.clock.now(), name=body.name)}
 
 
-@router.get("/teams")
+@router.get("/teams", response_model=TeamPage, responses=errors(403))
 def list_teams(node: NodeDep, caller: CallerDep, page: TeamPageDep) -> dict[str, Any]:
     """The organisation's teams with their members."""
     with node.read() as conn:
@@ -98,7 +108,7 @@ def list_teams(node: NodeDep, caller: CallerDep, page: TeamPageDep) -> dict[str,
                                                 limit=page.limit, cursor=page.cursor), page)
 
 
-@router.post("/teams/{team_id}/members")
+@router.post("/teams/{team_id}/members", response_model=TeamAnswer, responses=errors(403))
 def add_member(team_id: TeamId, body: MemberIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Add a person to a team (administrators)."""
     with node.begin() as conn:
@@ -106,7 +116,7 @@ def add_member(team_id: TeamId, body: MemberIn, node: NodeDep, caller: CallerDep
                                           at=node.clock.now(), team_id=team_id, user_id=body.user_id)}
 
 
-@router.delete("/teams/{team_id}/members/{user_id}")
+@router.delete("/teams/{team_id}/members/{user_id}", response_model=TeamAnswer, responses=errors(403))
 def remove_member(team_id: TeamId, user_id: UserId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Remove a person from a team (administrators)."""
     with node.begin() as conn:
@@ -114,7 +124,7 @@ def remove_member(team_id: TeamId, user_id: UserId, node: NodeDep, caller: Calle
                                              at=node.clock.now(), team_id=team_id, user_id=user_id)}
 
 
-@router.post("/domains", status_code=201)
+@router.post("/domains", status_code=201, response_model=DomainAnswer, responses=errors(403, 409))
 def add_domain(body: DomainIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Add a domain to the organisation (administrators)."""
     with node.begin() as conn:
@@ -122,14 +132,14 @@ def add_domain(body: DomainIn, node: NodeDep, caller: CallerDep) -> dict[str, An
                                              at=node.clock.now(), domain=body.domain)}
 
 
-@router.get("/domains")
+@router.get("/domains", response_model=DomainList)
 def list_domains(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The organisation's domains."""
     with node.read() as conn:
         return {"domains": domains.list_domains(conn, caller.org_id), "next_cursor": None}
 
 
-@router.post("/access", status_code=201)
+@router.post("/access", status_code=201, response_model=GrantAnswer, responses=errors(403))
 def grant(body: GrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Grant a relation (administrators; idempotent)."""
     with node.begin() as conn:
@@ -147,7 +157,7 @@ def revoke(grant_id: GrantId, node: NodeDep, caller: CallerDep) -> dict[str, Any
         return {"revoked": grant_id}
 
 
-@router.get("/access")
+@router.get("/access", response_model=GrantPage, responses=errors(403))
 def list_access(node: NodeDep, caller: CallerDep, page: GrantPageDep, subject_id: str | None = None,
                 object_id: str | None = None) -> dict[str, Any]:
     """Grants (administrators); ``subject_id`` and ``object_id`` filter (a malformed one is 422 naming it)."""
