@@ -29,8 +29,6 @@ UNTYPED: frozenset[tuple[str, str]] = frozenset({
     ("POST", "/api/cases/{case_id}/reopen"),
     ("DELETE", "/api/cases/{case_id}"),
     ("GET", "/api/delivery-events"),
-    ("GET", "/api/audit"),
-    ("POST", "/api/audit/verify"),
     ("POST", "/api/butlers"),
     ("GET", "/api/butlers"),
     ("PUT", "/api/butlers/{butler_id}/draft"),
