@@ -72,8 +72,6 @@ UNTYPED: frozenset[tuple[str, str]] = frozenset({
     ("POST", "/api/holds"),
     ("GET", "/api/holds"),
     ("POST", "/api/holds/{hold_id}/lift"),
-    ("GET", "/api/settings/retention"),
-    ("PATCH", "/api/settings/retention"),
     ("GET", "/api/receipts"),
     ("POST", "/api/receipts/{receipt_id}/redrive"),
     ("GET", "/api/conversations/{conversation_id}"),
