@@ -69,8 +69,6 @@ UNTYPED: frozenset[tuple[str, str]] = frozenset({
     ("POST", "/api/butler-runs/{run_id}/replay"),
     ("GET", "/api/butler-pauses"),
     ("POST", "/api/butler-pauses/{pause_id}/resume"),
-    ("GET", "/api/receipts"),
-    ("POST", "/api/receipts/{receipt_id}/redrive"),
     ("GET", "/api/conversations/{conversation_id}"),
     ("POST", "/api/cases/{case_id}/notes"),
     ("GET", "/api/search"),
