@@ -67,8 +67,6 @@ UNTYPED: frozenset[tuple[str, str]] = frozenset({
     ("GET", "/api/butler-runs/{run_id}"),
     ("GET", "/api/butler-runs/{run_id}/inspect"),
     ("POST", "/api/butler-runs/{run_id}/replay"),
-    ("GET", "/api/butler-pauses"),
-    ("POST", "/api/butler-pauses/{pause_id}/resume"),
     ("GET", "/api/conversations/{conversation_id}"),
     ("POST", "/api/cases/{case_id}/notes"),
     ("GET", "/api/search"),
