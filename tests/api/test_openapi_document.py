@@ -70,8 +70,6 @@ UNTYPED: frozenset[tuple[str, str]] = frozenset({
     ("GET", "/api/conversations/{conversation_id}"),
     ("POST", "/api/cases/{case_id}/notes"),
     ("GET", "/api/search"),
-    ("GET", "/api/supervised-grants"),
-    ("POST", "/api/supervised-grants"),
     ("GET", "/api/mailboxes/{mailbox_id}/queue"),
     ("POST", "/api/cases/bulk"),
 })

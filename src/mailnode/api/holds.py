@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import JsonDict
 
 from mailnode.api.deps import CallerDep, HoldPageDep, NodeDep, paged
+from mailnode.api.governance_models import ApprovalStage
 from mailnode.api.models import Strict
 from mailnode.api.responses import HoldId, errors, id_field
 from mailnode.retention import holds
@@ -81,14 +82,6 @@ class HoldPage(_Answer):
     next_cursor: str | None = id_field("hld")
 
 
-class LiftStage(_Answer):
-    """One approval stage of a lift: ``count`` distinct approvers at ``ordinal``, optionally from a team."""
-
-    ordinal: int
-    count: int
-    team_id: str | None
-
-
 class Lift(_Answer):
     """A lift asked (``holds.request_lift``): the approval it waits on and its stages."""
 
@@ -96,7 +89,7 @@ class Lift(_Answer):
     lift_id: str = id_field("hlf")
     approval_id: str = id_field("apr")
     reason: str
-    stages: list[LiftStage]
+    stages: list[ApprovalStage]
     eligible: int = Field(description="how many deciders other than the asker may approve")
 
 
