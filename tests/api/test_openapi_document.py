@@ -47,7 +47,6 @@ UNTYPED: frozenset[tuple[str, str]] = frozenset({
     ("POST", "/api/sends/{send_id}/cancel"),
     ("POST", "/api/sends/{send_id}/release-hold"),
     ("POST", "/api/sends/{send_id}/retry"),
-    ("POST", "/api/webhooks/resend"),
     ("POST", "/api/policies"),
     ("GET", "/api/policies"),
     ("POST", "/api/policies/{policy_id}/draft"),
