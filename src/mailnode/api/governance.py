@@ -26,8 +26,14 @@ from pydantic import Field
 
 from mailnode import authz
 from mailnode.api.deps import ApprovalPageDep, CallerDep, NamePageDep, NodeDep, paged
+from mailnode.api.governance_models import (
+    BreakerLimitsAnswer,
+    DomainPauseAskedAnswer,
+    DomainPauseLiftedAnswer,
+    DomainPauseList,
+)
 from mailnode.api.models import Strict
-from mailnode.api.responses import ApprovalId, DomainPauseId, PolicyId
+from mailnode.api.responses import ApprovalId, DomainPauseId, PolicyId, errors
 from mailnode.governance import approvals, breakers, limits, pauses, policies
 from mailnode.governance.policy import Conditions
 
@@ -152,7 +158,7 @@ def withdraw(approval_id: ApprovalId, node: NodeDep, caller: CallerDep) -> dict[
                                                 caller_id=caller.principal_id, now=node.clock.now())}
 
 
-@router.post("/api/domain-pauses", status_code=201)
+@router.post("/api/domain-pauses", status_code=201, response_model=DomainPauseAskedAnswer, responses=errors(403, 409))
 def request_pause(body: PauseIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Ask two other administrators to pause a sending domain."""
     with node.begin() as conn:
@@ -160,14 +166,14 @@ def request_pause(body: PauseIn, node: NodeDep, caller: CallerDep) -> dict[str, 
                                         domain=body.domain, reason=body.reason, now=node.clock.now())}
 
 
-@router.get("/api/domain-pauses")
+@router.get("/api/domain-pauses", response_model=DomainPauseList, responses=errors(403))
 def list_pauses(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Every pause in force, by domain, with its reason and age."""
     with node.read() as conn:
         return {"pauses": pauses.in_force(conn, org_id=caller.org_id, now=node.clock.now())}
 
 
-@router.post("/api/domain-pauses/{pause_id}/lift")
+@router.post("/api/domain-pauses/{pause_id}/lift", response_model=DomainPauseLiftedAnswer, responses=errors(403, 409))
 def lift_pause(pause_id: DomainPauseId, node: NodeDep, caller: CallerDep, body: LiftIn | None = None) -> dict[str, Any]:
     """Lift a pause in force (one administrator)."""
     with node.begin() as conn:
@@ -186,14 +192,14 @@ class BreakerLimitsIn(Strict):
     complaint_min_observations: Any = None
 
 
-@router.get("/api/breaker-limits")
+@router.get("/api/breaker-limits", response_model=BreakerLimitsAnswer, responses=errors(403))
 def get_breaker_limits(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The organisation's breaker limits, each with its default, source and bounds (administrators)."""
     with node.read() as conn:
         return {"breaker_limits": limits.read(conn, org_id=caller.org_id, actor_id=caller.principal_id)}
 
 
-@router.patch("/api/breaker-limits")
+@router.patch("/api/breaker-limits", response_model=BreakerLimitsAnswer, responses=errors(403))
 def patch_breaker_limits(body: BreakerLimitsIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Set or reset some breaker limits (administrators); audited ``breaker_limits.changed``."""
     with node.begin() as conn:
