@@ -20,8 +20,6 @@ _ERROR_REF = "#/components/schemas/ErrorBody"
 UNTYPED: frozenset[tuple[str, str]] = frozenset({
     ("GET", "/api/mailboxes/{mailbox_id}/messages"),
     ("GET", "/api/messages/{message_id}"),
-    ("GET", "/api/messages/{message_id}/attachments/{part}"),
-    ("GET", "/api/messages/{message_id}/raw"),
     ("GET", "/api/cases"),
     ("POST", "/api/cases/{case_id}/claim"),
     ("POST", "/api/cases/{case_id}/close"),

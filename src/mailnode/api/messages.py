@@ -24,10 +24,11 @@ from sqlalchemy import select
 
 from mailnode.api.deps import CallerDep, CasePageDep, EventPageDep, MessagePageDep, NodeDep, id_filter, paged
 from mailnode.api.models import Strict
-from mailnode.api.responses import CaseId, MailboxId, MessageId
+from mailnode.api.responses import CaseId, MailboxId, MessageId, bytes_response, errors
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
 from mailnode.errors import no_such_mailbox
 from mailnode.ingress import viewing
+from mailnode.ingress.reading import SHOWN_IMAGE_TYPES
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row
 from mailnode.retention import holds as hold_rules
@@ -85,7 +86,9 @@ def get_message(message_id: MessageId, node: NodeDep, caller: CallerDep, remote_
                                     message_id=message_id, remote_images=remote_images)}
 
 
-@router.get("/messages/{message_id}/attachments/{part}")
+@router.get("/messages/{message_id}/attachments/{part}", response_class=Response,
+            responses={**bytes_response("the attachment's decoded bytes, as a download", "application/octet-stream",
+                                        *sorted(SHOWN_IMAGE_TYPES)), **errors(403, 410)})
 def get_attachment(message_id: MessageId, part: str, node: NodeDep, caller: CallerDep) -> Response:
     """One attachment's decoded bytes (content read), as a download: ``Content-Disposition: attachment`` with
     the safe-to-save name (RFC 6266, RFC 5987 ``filename*``), ``X-Content-Type-Options: nosniff`` and
@@ -101,7 +104,8 @@ def get_attachment(message_id: MessageId, part: str, node: NodeDep, caller: Call
     return Response(content=served.content, media_type=served.media_type, headers=served.headers)
 
 
-@router.get("/messages/{message_id}/raw")
+@router.get("/messages/{message_id}/raw", response_class=Response,
+            responses={**bytes_response("the message as received (RFC 5322)", "message/rfc822"), **errors(403, 410)})
 def get_raw(message_id: MessageId, node: NodeDep, caller: CallerDep) -> Response:
     """The exact bytes received (content read), as ``message/rfc822``.
 

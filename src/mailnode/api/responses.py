@@ -55,6 +55,7 @@ STATUS_WORDS: dict[int, str] = {
     403: "The caller is known but may not do this (for example E_NOT_AN_ADMINISTRATOR).",
     404: "No such object, or the caller may not know it exists (E_NO_SUCH_...).",
     409: "The request conflicts with the current state; nothing was written.",
+    410: "Retention deleted the content this needs (E_CONTENT_DELETED).",
     413: "The body is larger than the node accepts (E_REQUEST_TOO_LARGE).",
     422: "The request is well formed JSON but invalid (E_REQUEST_INVALID, E_ID_MALFORMED, ...); "
          "nothing was written.",
@@ -75,10 +76,11 @@ def text_response(media_type: str, description: str) -> dict[int | str, dict[str
     return {200: {"description": description, "content": {media_type: {"schema": {"type": "string"}}}}}
 
 
-def bytes_response(description: str) -> dict[int | str, dict[str, Any]]:
-    """The ``responses=`` entry of a 200 answered as bytes of any type (an attachment, a raw message)."""
-    return {200: {"description": description,
-                  "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
+def bytes_response(description: str, *media_types: str) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` entry of a 200 answered as bytes under one of ``media_types`` (an attachment, a raw
+    message), not JSON."""
+    binary = {"schema": {"type": "string", "format": "binary"}}
+    return {200: {"description": description, "content": {t: binary for t in media_types}}}
 
 
 #: The bearer scheme of ``Authorization: Bearer mn_...`` (``directory.tokens``). ``auto_error=False``: the
