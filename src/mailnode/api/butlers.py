@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from mailnode.api.butler_models import ButlerAnswer, ButlerPublished
 from mailnode.api.deps import CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.api.responses import ButlerId, errors
@@ -42,7 +43,7 @@ class ButlerDraftIn(Strict):
     source: str
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=ButlerAnswer, responses=errors(403, 409))
 def create(body: ButlerIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create a Butler and its first draft: ``{"butler": {...}}``."""
     with node.begin() as conn:
@@ -51,7 +52,7 @@ def create(body: ButlerIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                                                   pot=node.settings.butler_run_pot)}
 
 
-@router.put("/{butler_id}/draft")
+@router.put("/{butler_id}/draft", response_model=ButlerAnswer, responses=errors(403, 409))
 def save_draft(butler_id: ButlerId, body: ButlerDraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the draft (or start one after a publication): ``{"butler": {...}}``."""
     with node.begin() as conn:
@@ -60,7 +61,7 @@ def save_draft(butler_id: ButlerId, body: ButlerDraftIn, node: NodeDep, caller: 
                                                pot=node.settings.butler_run_pot)}
 
 
-@router.post("/{butler_id}/publish")
+@router.post("/{butler_id}/publish", response_model=ButlerPublished, responses=errors(403, 409))
 def publish(butler_id: ButlerId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Publish the draft: ``{"butler": {...}, "published": {version_id, version, superseded_version_id}}``."""
     with node.begin() as conn:
@@ -77,7 +78,7 @@ def list_(node: NodeDep, caller: CallerDep, page: NamePageDep) -> dict[str, Any]
         return paged("butlers", items, page, key="name")
 
 
-@router.get("/{butler_id}")
+@router.get("/{butler_id}", response_model=ButlerAnswer)
 def get(butler_id: ButlerId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One Butler with its draft and live sources: ``{"butler": {...}}``."""
     with node.read() as conn:
@@ -91,7 +92,7 @@ class DisableIn(Strict):
     reason: str = ""
 
 
-@router.post("/{butler_id}/disable")
+@router.post("/{butler_id}/disable", response_model=ButlerAnswer, responses=errors(403, 409))
 def disable(butler_id: ButlerId, body: DisableIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Disable the Butler: no new runs (runs already open finish), grants untouched: ``{"butler": {...}}``."""
     with node.begin() as conn:
@@ -99,7 +100,7 @@ def disable(butler_id: ButlerId, body: DisableIn, node: NodeDep, caller: CallerD
                                             at=node.clock.now(), butler_id=butler_id, reason=body.reason)}
 
 
-@router.post("/{butler_id}/enable")
+@router.post("/{butler_id}/enable", response_model=ButlerAnswer, responses=errors(403, 409))
 def enable(butler_id: ButlerId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Enable a disabled Butler: deliveries open its runs again: ``{"butler": {...}}``."""
     with node.begin() as conn:
