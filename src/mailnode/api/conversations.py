@@ -12,10 +12,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from mailnode.api.case_models import NoteAnswer
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.messages import message_summary
 from mailnode.api.models import Strict
-from mailnode.api.responses import CaseId, ConversationId
+from mailnode.api.responses import CaseId, ConversationId, errors
 from mailnode.mail import cases as cases_mod
 from mailnode.mail import notes as notes_mod
 from mailnode.mail.thread import Thread, author_kind, body_of, read_thread
@@ -96,7 +97,7 @@ class NoteIn(Strict):
     body: str
 
 
-@router.post("/cases/{case_id}/notes", status_code=201)
+@router.post("/cases/{case_id}/notes", status_code=201, response_model=NoteAnswer, responses=errors(403))
 def add_note(case_id: CaseId, body: NoteIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Add an internal note to a case (``send.propose`` on its mailbox); 201 ``{"note": ...}``. Never sent."""
     with node.begin() as conn:

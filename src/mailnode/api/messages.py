@@ -22,6 +22,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from sqlalchemy import select
 
+from mailnode.api.case_models import CaseAnswer, CaseDeleted, CasePage
 from mailnode.api.deps import CallerDep, CasePageDep, EventPageDep, MessagePageDep, NodeDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.api.responses import CaseId, MailboxId, MessageId, bytes_response, errors
@@ -117,7 +118,7 @@ def get_raw(message_id: MessageId, node: NodeDep, caller: CallerDep) -> Response
                     media_type="message/rfc822")
 
 
-@router.get("/cases")
+@router.get("/cases", response_model=CasePage)
 def list_cases(node: NodeDep, caller: CallerDep, page: CasePageDep, mailbox_id: str | None = None,
                state: Literal["open", "closed"] | None = None) -> dict[str, Any]:
     """Cases of the mailboxes the caller may see, optionally one mailbox and one state (open|closed); another
@@ -143,7 +144,7 @@ class ClaimIn(Strict):
     take: bool = False
 
 
-@router.post("/cases/{case_id}/claim")
+@router.post("/cases/{case_id}/claim", response_model=CaseAnswer, responses=errors(403, 409))
 def claim_case(case_id: CaseId, node: NodeDep, caller: CallerDep, body: ClaimIn | None = None) -> dict[str, Any]:
     """Assign a case (to the caller by default); ``take: true`` takes a held one (audited)."""
     body = body or ClaimIn()
@@ -153,7 +154,7 @@ def claim_case(case_id: CaseId, node: NodeDep, caller: CallerDep, body: ClaimIn 
                                         take=body.take)}
 
 
-@router.post("/cases/{case_id}/close")
+@router.post("/cases/{case_id}/close", response_model=CaseAnswer, responses=errors(403, 409))
 def close_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Close a case the caller holds."""
     with node.begin() as conn:
@@ -161,7 +162,7 @@ def close_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, A
                                         at=node.clock.now(), case_id=case_id)}
 
 
-@router.post("/cases/{case_id}/reopen")
+@router.post("/cases/{case_id}/reopen", response_model=CaseAnswer, responses=errors(403, 409))
 def reopen_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Reopen a closed case (``send.propose`` on its mailbox); the caller holds it. 200 ``{"case": ...}``.
 
@@ -173,7 +174,7 @@ def reopen_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, 
                                          at=node.clock.now(), case_id=case_id)}
 
 
-@router.delete("/cases/{case_id}")
+@router.delete("/cases/{case_id}", response_model=CaseDeleted, responses=errors(403, 409))
 def delete_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Delete a closed case (``send.propose`` on its mailbox); its messages stay, unlinked. 200
     ``{"deleted": case_id}``.
