@@ -36,7 +36,6 @@ UNTYPED: frozenset[tuple[str, str]] = frozenset({
     ("GET", "/api/approvals"),
     ("POST", "/api/approvals/{approval_id}/decide"),
     ("POST", "/api/approvals/{approval_id}/withdraw"),
-    ("GET", "/api/breakers"),
     ("POST", "/api/sends/{send_id}/release"),
     ("GET", "/api/butler-runs"),
     ("GET", "/api/butler-runs/{run_id}"),

@@ -28,6 +28,7 @@ from mailnode import authz
 from mailnode.api.deps import ApprovalPageDep, CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.governance_models import (
     BreakerLimitsAnswer,
+    BreakerList,
     DomainPauseAskedAnswer,
     DomainPauseLiftedAnswer,
     DomainPauseList,
@@ -208,7 +209,7 @@ def patch_breaker_limits(body: BreakerLimitsIn, node: NodeDep, caller: CallerDep
                                                 now=node.clock.now())}
 
 
-@router.get("/api/breakers")
+@router.get("/api/breakers", response_model=BreakerList, responses=errors(403))
 def list_breakers(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Every rate breaker's reading right now, armed or not (no pause data: see /api/domain-pauses).
 

@@ -3,10 +3,13 @@ the service adds and the model lacks fails loudly, never vanishes)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import JsonDict
 
 from mailnode.api.responses import id_field
+from mailnode.governance.breakers import Breaker
 
 
 class ApprovalStage(BaseModel):
@@ -105,3 +108,29 @@ class DomainPauseLiftedAnswer(_Answer):
     """``{"lifted": DomainPauseLifted}``: ``POST /api/domain-pauses/{pause_id}/lift``."""
 
     lifted: DomainPauseLifted
+
+
+class BreakerReading(_Answer):
+    """One rate breaker's reading now (``breakers.Reading.to_json``): what it observed over its window, its
+    limit, whether it is armed (enough observations) and tripped, and the sentence a person reads."""
+
+    breaker: Breaker
+    observations: int
+    observed: int
+    limit: int
+    min_observations: int | None
+    window_seconds: int
+    armed: bool
+    unarmed_reason: str | None
+    percent: int | None
+    tripped: bool
+    retry_after_seconds: int | None
+    retry_after_exact: bool
+    basis: Literal["events", "handed_over"]
+    sentence: str
+
+
+class BreakerList(_Answer):
+    """``GET /api/breakers``: every rate breaker's reading, armed or not."""
+
+    breakers: list[BreakerReading]
