@@ -67,8 +67,12 @@ def generate(document: bytes, where: Path) -> Any:
     """Run the generator on ``document`` into ``where``/``PACKAGE``; fail on any warning; import it."""
     path = where / "openapi.json"
     path.write_bytes(document)
+    # The generator reads only JSON, text and binary bodies: the raw message's message/rfc822 (RFC 5322 bytes)
+    # is read as binary, as its documented option says; the document keeps the true type.
+    config = where / "generator.yaml"
+    config.write_text("content_type_overrides:\n  message/rfc822: application/octet-stream\n")
     out = subprocess.run([sys.executable, "-m", "openapi_python_client", "generate", "--path", str(path),
-                          "--output-path", str(where / PACKAGE), "--meta", "none"],
+                          "--output-path", str(where / PACKAGE), "--meta", "none", "--config", str(config)],
                          capture_output=True, text=True, timeout=300, check=False,
                          # The generator formats its output with ruff, installed beside this interpreter.
                          env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
