@@ -33,6 +33,7 @@ from mailnode.api import (
     provider,
     queue,
     receipts,
+    responses,
     retention_settings,
     search,
     sends,
@@ -58,6 +59,7 @@ def create_app(node: Node) -> FastAPI:
     app.add_middleware(RequestBodyLimit)
     errors.install(app)
     docs_pages.install(app)
+    responses.install(app)
     for module in (health, directory, mailboxes, messages, audit, butlers, drafts, sends, webhooks, governance,
                    butler_release, butler_runs, butler_pauses, holds, retention_settings):
         app.include_router(module.router)

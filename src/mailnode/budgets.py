@@ -64,6 +64,9 @@ AUDIT_MAX_DETAIL_BYTES = 2048
 AUDIT_VERIFY_BATCH = 1000
 #: ``GET /api/audit`` answers at most this many rows per page (reference: newest 200).
 AUDIT_LIST_MAX = 200
+#: The largest audit sequence number a cursor may name: SQLite's INTEGER and PostgreSQL's BIGINT are signed
+#: 64-bit (SQLite datatype3 §2, PostgreSQL numeric types), so a larger one cannot be compared in SQL.
+AUDIT_CURSOR_MAX = 2**63 - 1
 
 # --- Ingress -------------------------------------------------------------------------------------
 

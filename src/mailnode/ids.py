@@ -64,7 +64,21 @@ PREFIXES: dict[str, str] = {
 }
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_ID_RE = re.compile(r"^([a-z]{2,4})_([0-9A-HJKMNP-TV-Z]{26})$")
+#: The 26 Crockford base32 characters of a ULID (its spec: no I, L, O or U), as a regular expression.
+ULID_PATTERN = "[0-9A-HJKMNP-TV-Z]{26}"
+_ID_RE = re.compile(rf"^([a-z]{{2,4}})_({ULID_PATTERN})$")
+
+
+def id_pattern(prefix: str) -> str:
+    """The anchored regular expression of a ``prefix`` id (``^msg_[0-9A-HJKMNP-TV-Z]{26}$``), as the API's
+    document states it; ``prefix`` must be in ``PREFIXES`` (a typo is a programming error: ``KeyError``)."""
+    if prefix not in PREFIXES:
+        raise KeyError(f"unknown id prefix {prefix!r}")
+    return f"^{prefix}_{ULID_PATTERN}$"
+
+
+#: Every prefix's pattern, derived once from ``PREFIXES``.
+ID_PATTERNS: dict[str, str] = {p: id_pattern(p) for p in PREFIXES}
 
 
 def new_id(prefix: str) -> str:

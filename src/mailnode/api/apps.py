@@ -17,6 +17,8 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
+from mailnode.api.principal_models import ApplicationCreated, ApplicationList, ApplicationTokenMinted
+from mailnode.api.responses import AppId, errors
 from mailnode.directory.applications import create_application, list_applications, mint_application_token
 
 router = APIRouter(prefix="/api/apps", tags=["apps"])
@@ -28,7 +30,7 @@ class AppIn(Strict):
     name: str
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=ApplicationCreated, responses=errors(403, 409))
 def create_app_principal(body: AppIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create an application; the token in the answer is never shown again."""
     with node.begin() as conn:
@@ -36,15 +38,15 @@ def create_app_principal(body: AppIn, node: NodeDep, caller: CallerDep) -> dict[
                                   name=body.name)
 
 
-@router.get("")
+@router.get("", response_model=ApplicationList, responses=errors(403))
 def list_app_principals(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """``{"applications": [...]}``: every application of the organisation, by name, with its tokens' ids."""
     with node.read() as conn:
         return {"applications": list_applications(conn, org_id=caller.org_id, actor_id=caller.principal_id)}
 
 
-@router.post("/{app_id}/tokens", status_code=201)
-def mint_app_token(app_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/{app_id}/tokens", status_code=201, response_model=ApplicationTokenMinted, responses=errors(403))
+def mint_app_token(app_id: AppId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """A new token for the application (the old ones stay valid until revoked); shown in this answer only."""
     with node.begin() as conn:
         return mint_application_token(conn, org_id=caller.org_id, actor_id=caller.principal_id,

@@ -2,22 +2,78 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 from sqlalchemy import select
 
 from mailnode import audit, budgets
 from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.api.responses import errors, id_field
 from mailnode.authz import require_admin
 
 router = APIRouter(prefix="/api/audit", tags=["audit"])
 
+_INSTANT: JsonDict = {"format": "date-time"}
 
-@router.get("")
+
+class _Answer(BaseModel):
+    """An answer's part: closed (a field the route adds must be added here too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class AuditEntry(_Answer):
+    """One entry of the hash-chained trail, as stored (``audit.audit_entries``)."""
+
+    id: str = id_field("aud")
+    seq: int = Field(ge=1, description="the entry's place in the organisation's chain")
+    at: str = Field(json_schema_extra=_INSTANT)
+    actor_id: str | None
+    actor_kind: str
+    action: str
+    subject: str | None
+    outcome: str
+    detail: str | None = Field(description="the entry's detail as recorded (JSON text), or null")
+    hash: str
+
+
+class AuditPage(_Answer):
+    """``GET /api/audit``: entries newest first and the sequence number to continue below (null at the end)."""
+
+    entries: list[AuditEntry]
+    next_cursor: int | None
+
+
+class BrokenLink(_Answer):
+    """The first link of the chain that does not hold."""
+
+    seq: int | None
+    id: str | None
+    reason: str | None
+
+
+class Verification(_Answer):
+    """``audit.VerifyResult.to_json``: rows checked, whether the chain is intact, and the first break."""
+
+    checked: int
+    intact: bool
+    broken_at: BrokenLink | None
+
+
+class VerificationAnswer(_Answer):
+    """``{"verification": Verification}``: ``POST /api/audit/verify``."""
+
+    verification: Verification
+
+
+@router.get("", response_model=AuditPage, responses=errors(403))
 def list_entries(node: NodeDep, caller: CallerDep, action: str | None = None, limit: int | None = None,
-                 cursor: int | None = None) -> dict[str, Any]:
-    """Entries newest first; ``cursor`` is a sequence number to continue below; ``action`` filters."""
+                 cursor: Annotated[int | None, Query(ge=0, le=budgets.AUDIT_CURSOR_MAX)] = None) -> dict[str, Any]:
+    """Entries newest first; ``cursor`` is a sequence number to continue below (0..``AUDIT_CURSOR_MAX``, else
+    422 ``E_REQUEST_INVALID`` naming ``query.cursor``); ``action`` filters."""
     n = budgets.AUDIT_LIST_MAX if limit is None else max(1, min(limit, budgets.AUDIT_LIST_MAX))
     t = audit.audit_entries
     with node.read() as conn:
@@ -34,7 +90,7 @@ def list_entries(node: NodeDep, caller: CallerDep, action: str | None = None, li
     return {"entries": entries, "next_cursor": rows[-1].seq if len(rows) == n and rows else None}
 
 
-@router.post("/verify")
+@router.post("/verify", response_model=VerificationAnswer, responses=errors(403))
 def verify(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Verify the hash chain; reports the first broken link with its sequence number."""
     with node.read() as conn:

@@ -14,14 +14,15 @@ from typing import Any
 from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.api.responses import SendId, errors
 from mailnode.butler import release
 from mailnode.outbound.workflows import wake
 
 router = APIRouter(prefix="/api/sends", tags=["sends"])
 
 
-@router.post("/{send_id}/release")
-def release_send(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/{send_id}/release", responses=errors(409))
+def release_send(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Release one Butler send and tell its run."""
     with node.begin() as conn:
         done = release.release_send(conn, org_id=caller.org_id, principal_id=caller.principal_id,

@@ -21,8 +21,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from mailnode.api.butler_models import ButlerAnswer, ButlerPublished
 from mailnode.api.deps import CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import ButlerId, errors
 from mailnode.butler import lifecycle, simulate
 
 router = APIRouter(prefix="/api/butlers", tags=["butlers"])
@@ -35,13 +37,13 @@ class ButlerIn(Strict):
     source: str
 
 
-class DraftIn(Strict):
+class ButlerDraftIn(Strict):
     """``{source}``: the program's JSON text."""
 
     source: str
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=ButlerAnswer, responses=errors(403, 409))
 def create(body: ButlerIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create a Butler and its first draft: ``{"butler": {...}}``."""
     with node.begin() as conn:
@@ -50,8 +52,8 @@ def create(body: ButlerIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                                                   pot=node.settings.butler_run_pot)}
 
 
-@router.put("/{butler_id}/draft")
-def save_draft(butler_id: str, body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.put("/{butler_id}/draft", response_model=ButlerAnswer, responses=errors(403, 409))
+def save_draft(butler_id: ButlerId, body: ButlerDraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the draft (or start one after a publication): ``{"butler": {...}}``."""
     with node.begin() as conn:
         return {"butler": lifecycle.save_draft(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -59,8 +61,8 @@ def save_draft(butler_id: str, body: DraftIn, node: NodeDep, caller: CallerDep) 
                                                pot=node.settings.butler_run_pot)}
 
 
-@router.post("/{butler_id}/publish")
-def publish(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/{butler_id}/publish", response_model=ButlerPublished, responses=errors(403, 409))
+def publish(butler_id: ButlerId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Publish the draft: ``{"butler": {...}, "published": {version_id, version, superseded_version_id}}``."""
     with node.begin() as conn:
         return lifecycle.publish(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
@@ -76,8 +78,8 @@ def list_(node: NodeDep, caller: CallerDep, page: NamePageDep) -> dict[str, Any]
         return paged("butlers", items, page, key="name")
 
 
-@router.get("/{butler_id}")
-def get(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.get("/{butler_id}", response_model=ButlerAnswer)
+def get(butler_id: ButlerId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One Butler with its draft and live sources: ``{"butler": {...}}``."""
     with node.read() as conn:
         return {"butler": lifecycle.get_butler(conn, org_id=caller.org_id, principal_id=caller.principal_id,
@@ -90,16 +92,16 @@ class DisableIn(Strict):
     reason: str = ""
 
 
-@router.post("/{butler_id}/disable")
-def disable(butler_id: str, body: DisableIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/{butler_id}/disable", response_model=ButlerAnswer, responses=errors(403, 409))
+def disable(butler_id: ButlerId, body: DisableIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Disable the Butler: no new runs (runs already open finish), grants untouched: ``{"butler": {...}}``."""
     with node.begin() as conn:
         return {"butler": lifecycle.disable(conn, org_id=caller.org_id, actor_id=caller.principal_id,
                                             at=node.clock.now(), butler_id=butler_id, reason=body.reason)}
 
 
-@router.post("/{butler_id}/enable")
-def enable(butler_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/{butler_id}/enable", response_model=ButlerAnswer, responses=errors(403, 409))
+def enable(butler_id: ButlerId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Enable a disabled Butler: deliveries open its runs again: ``{"butler": {...}}``."""
     with node.begin() as conn:
         return {"butler": lifecycle.enable(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -112,8 +114,8 @@ class SimulateIn(Strict):
     run_id: str
 
 
-@router.post("/{butler_id}/simulate")
-def simulate_(butler_id: str, body: SimulateIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/{butler_id}/simulate", responses=errors(409))
+def simulate_(butler_id: ButlerId, body: SimulateIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The dry run of the Butler's draft (or live version) over one run's facts; writes nothing."""
     with node.read() as conn:
         report = asyncio.run(simulate.simulate(conn, org_id=caller.org_id, principal_id=caller.principal_id,

@@ -12,9 +12,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from mailnode.api.case_models import NoteAnswer
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.messages import message_summary
 from mailnode.api.models import Strict
+from mailnode.api.responses import CaseId, ConversationId, errors
 from mailnode.mail import cases as cases_mod
 from mailnode.mail import notes as notes_mod
 from mailnode.mail.thread import Thread, author_kind, body_of, read_thread
@@ -69,7 +71,7 @@ def _note_item(r: Any) -> dict[str, Any]:
 
 
 @router.get("/conversations/{conversation_id}")
-def get_conversation(conversation_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def get_conversation(conversation_id: ConversationId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """A conversation: ``thread`` (messages, sends and notes in order, each ``{"kind", "at", <kind>: ...}``),
     and, as before, ``messages`` (received, metadata read) and ``cases``. See ``mail.thread`` for who sees what."""
     with node.read() as conn:
@@ -95,8 +97,8 @@ class NoteIn(Strict):
     body: str
 
 
-@router.post("/cases/{case_id}/notes", status_code=201)
-def add_note(case_id: str, body: NoteIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/cases/{case_id}/notes", status_code=201, response_model=NoteAnswer, responses=errors(403))
+def add_note(case_id: CaseId, body: NoteIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Add an internal note to a case (``send.propose`` on its mailbox); 201 ``{"note": ...}``. Never sent."""
     with node.begin() as conn:
         return {"note": notes_mod.add_note(conn, org_id=caller.org_id, principal_id=caller.principal_id,

@@ -18,12 +18,14 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials
 
 from mailnode import budgets
 from mailnode.addresses import normalise_address
+from mailnode.api.responses import bearer
 from mailnode.directory.tokens import Principal, authenticate
 from mailnode.errors import MailnodeError
-from mailnode.ids import PREFIXES, is_id
+from mailnode.ids import PREFIXES, id_pattern, is_id
 from mailnode.node import Node
 
 
@@ -36,8 +38,11 @@ def get_node(request: Request) -> Node:
 NodeDep = Annotated[Node, Depends(get_node)]
 
 
-def get_caller(node: NodeDep, authorization: Annotated[str | None, Header()] = None) -> Principal:
-    """The authenticated principal; ``E_UNAUTHENTICATED`` (401) otherwise."""
+def get_caller(node: NodeDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+               _scheme: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)] = None) -> Principal:
+    """The authenticated principal; ``E_UNAUTHENTICATED`` (401) otherwise. ``_scheme`` only marks every route
+    that depends on this with the document's ``bearer`` security scheme (``api.responses.bearer``); the
+    header is read and refused by ``authenticate`` alone."""
     with node.read() as conn:
         return authenticate(conn, authorization)
 
@@ -100,7 +105,8 @@ def _cursor_refused(cursor: str, problem: str) -> RequestValidationError:
 def id_pages(prefix: str) -> Callable[..., Page]:
     """The page dependency of a list keyed by ``prefix`` ids: the cursor must be such an id (else 422)."""
 
-    def get_page(limit: int | None = Query(default=None), cursor: str | None = Query(default=None)) -> Page:
+    def get_page(limit: int | None = Query(default=None),
+                 cursor: str | None = Query(default=None, json_schema_extra={"pattern": id_pattern(prefix)})) -> Page:
         problem = _id_problem(cursor, (prefix,)) if cursor else None
         if cursor and problem is not None:
             raise _cursor_refused(cursor, problem)

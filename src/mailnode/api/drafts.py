@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 
 from mailnode.api.deps import CallerDep, DraftPageDep, NodeDep, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import DraftId, errors, id_field
 from mailnode.outbound import drafts
 from mailnode.retention import holds
 
@@ -37,7 +39,53 @@ class DraftPatch(Strict):
     body: str | None = None
 
 
-@router.post("", status_code=201)
+_INSTANT: JsonDict = {"format": "date-time"}
+
+
+class Draft(BaseModel):
+    """A draft (``drafts.draft_json``): addresses as kept, the reply it answers (null for a new mail)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = id_field("dft")
+    mailbox_id: str = id_field("mbx")
+    author_id: str
+    in_reply_to_message_id: str | None
+    to: list[str]
+    cc: list[str]
+    bcc: list[str]
+    subject: str
+    body: str
+    created_at: str = Field(json_schema_extra=_INSTANT)
+    updated_at: str = Field(json_schema_extra=_INSTANT)
+
+
+class DraftAnswer(BaseModel):
+    """``{"draft": Draft}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    draft: Draft
+
+
+class DraftPage(BaseModel):
+    """``GET /api/drafts``: one page, and the cursor of the next (null at the end)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    drafts: list[Draft]
+    next_cursor: str | None = id_field("dft")
+
+
+class DraftDeleted(BaseModel):
+    """``DELETE /api/drafts/{draft_id}``: the draft deleted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    deleted: str = id_field("dft")
+
+
+@router.post("", status_code=201, response_model=DraftAnswer, responses=errors(403))
 def create(body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Save a draft (``send.propose`` on its mailbox; one per reply parent)."""
     with node.begin() as conn:
@@ -47,7 +95,7 @@ def create(body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                                        bcc=body.bcc, subject=body.subject, body=body.body)}
 
 
-@router.get("")
+@router.get("", response_model=DraftPage)
 def list_(node: NodeDep, caller: CallerDep, page: DraftPageDep) -> dict[str, Any]:
     """The caller's drafts."""
     with node.read() as conn:
@@ -55,15 +103,15 @@ def list_(node: NodeDep, caller: CallerDep, page: DraftPageDep) -> dict[str, Any
                                             limit=page.limit, cursor=page.cursor), page)
 
 
-@router.get("/{draft_id}")
-def get(draft_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.get("/{draft_id}", response_model=DraftAnswer)
+def get(draft_id: DraftId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One of the caller's drafts."""
     with node.read() as conn:
         return {"draft": drafts.get(conn, org_id=caller.org_id, author_id=caller.principal_id, draft_id=draft_id)}
 
 
-@router.put("/{draft_id}")
-def edit(draft_id: str, body: DraftPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.put("/{draft_id}", response_model=DraftAnswer, responses=errors(403))
+def edit(draft_id: DraftId, body: DraftPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the fields given."""
     values = {k: getattr(body, k) for k in body.model_fields_set}
     with node.begin() as conn:
@@ -71,8 +119,8 @@ def edit(draft_id: str, body: DraftPatch, node: NodeDep, caller: CallerDep) -> d
                                      draft_id=draft_id, **values)}
 
 
-@router.delete("/{draft_id}")
-def remove(draft_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.delete("/{draft_id}", response_model=DraftDeleted, responses=errors(409))
+def remove(draft_id: DraftId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Delete one of the caller's drafts (``E_LEGAL_HOLD``, 409, and ``hold.blocked`` when a hold covers it)."""
     with holds.deleting(node) as conn:
         drafts.remove(conn, org_id=caller.org_id, author_id=caller.principal_id, at=node.clock.now(),

@@ -26,7 +26,15 @@ from pydantic import Field
 
 from mailnode import authz
 from mailnode.api.deps import ApprovalPageDep, CallerDep, NamePageDep, NodeDep, paged
+from mailnode.api.governance_models import (
+    BreakerLimitsAnswer,
+    BreakerList,
+    DomainPauseAskedAnswer,
+    DomainPauseLiftedAnswer,
+    DomainPauseList,
+)
 from mailnode.api.models import Strict
+from mailnode.api.responses import ApprovalId, DomainPauseId, PolicyId, errors
 from mailnode.governance import approvals, breakers, limits, pauses, policies
 from mailnode.governance.policy import Conditions
 
@@ -56,7 +64,7 @@ class StageIn(Strict):
     team_id: Any = None
 
 
-class DraftIn(Strict):
+class PolicyDraftIn(Strict):
     """A draft: outcome, conditions and stages."""
 
     outcome: str
@@ -64,7 +72,7 @@ class DraftIn(Strict):
     stages: list[StageIn] = Field(default_factory=list)
 
 
-class PolicyIn(DraftIn):
+class PolicyIn(PolicyDraftIn):
     """A new policy: its name and first draft."""
 
     name: str
@@ -99,7 +107,7 @@ def create_policy(body: PolicyIn, node: NodeDep, caller: CallerDep) -> dict[str,
 
 
 @router.post("/api/policies/{policy_id}/draft")
-def draft_policy(policy_id: str, body: DraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def draft_policy(policy_id: PolicyId, body: PolicyDraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the policy's draft."""
     with node.begin() as conn:
         return {"policy": policies.edit_draft(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -109,7 +117,7 @@ def draft_policy(policy_id: str, body: DraftIn, node: NodeDep, caller: CallerDep
 
 
 @router.post("/api/policies/{policy_id}/publish")
-def publish_policy(policy_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def publish_policy(policy_id: PolicyId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Publish the draft (supersedes the live version)."""
     with node.begin() as conn:
         return {"policy": policies.publish(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -135,7 +143,7 @@ def list_approvals(node: NodeDep, caller: CallerDep, page: ApprovalPageDep) -> d
 
 
 @router.post("/api/approvals/{approval_id}/decide")
-def decide(approval_id: str, body: DecisionIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def decide(approval_id: ApprovalId, body: DecisionIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Approve or deny; completion and its effect commit together."""
     with node.begin() as conn:
         return {"decided": approvals.decide(conn, org_id=caller.org_id, approval_id=approval_id,
@@ -144,14 +152,14 @@ def decide(approval_id: str, body: DecisionIn, node: NodeDep, caller: CallerDep)
 
 
 @router.post("/api/approvals/{approval_id}/withdraw")
-def withdraw(approval_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def withdraw(approval_id: ApprovalId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Withdraw the caller's standing approval."""
     with node.begin() as conn:
         return {"withdrawn": approvals.withdraw(conn, org_id=caller.org_id, approval_id=approval_id,
                                                 caller_id=caller.principal_id, now=node.clock.now())}
 
 
-@router.post("/api/domain-pauses", status_code=201)
+@router.post("/api/domain-pauses", status_code=201, response_model=DomainPauseAskedAnswer, responses=errors(403, 409))
 def request_pause(body: PauseIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Ask two other administrators to pause a sending domain."""
     with node.begin() as conn:
@@ -159,15 +167,15 @@ def request_pause(body: PauseIn, node: NodeDep, caller: CallerDep) -> dict[str, 
                                         domain=body.domain, reason=body.reason, now=node.clock.now())}
 
 
-@router.get("/api/domain-pauses")
+@router.get("/api/domain-pauses", response_model=DomainPauseList, responses=errors(403))
 def list_pauses(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Every pause in force, by domain, with its reason and age."""
     with node.read() as conn:
         return {"pauses": pauses.in_force(conn, org_id=caller.org_id, now=node.clock.now())}
 
 
-@router.post("/api/domain-pauses/{pause_id}/lift")
-def lift_pause(pause_id: str, node: NodeDep, caller: CallerDep, body: LiftIn | None = None) -> dict[str, Any]:
+@router.post("/api/domain-pauses/{pause_id}/lift", response_model=DomainPauseLiftedAnswer, responses=errors(403, 409))
+def lift_pause(pause_id: DomainPauseId, node: NodeDep, caller: CallerDep, body: LiftIn | None = None) -> dict[str, Any]:
     """Lift a pause in force (one administrator)."""
     with node.begin() as conn:
         return {"lifted": pauses.lift(conn, org_id=caller.org_id, actor_id=caller.principal_id, pause_id=pause_id,
@@ -185,14 +193,14 @@ class BreakerLimitsIn(Strict):
     complaint_min_observations: Any = None
 
 
-@router.get("/api/breaker-limits")
+@router.get("/api/breaker-limits", response_model=BreakerLimitsAnswer, responses=errors(403))
 def get_breaker_limits(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The organisation's breaker limits, each with its default, source and bounds (administrators)."""
     with node.read() as conn:
         return {"breaker_limits": limits.read(conn, org_id=caller.org_id, actor_id=caller.principal_id)}
 
 
-@router.patch("/api/breaker-limits")
+@router.patch("/api/breaker-limits", response_model=BreakerLimitsAnswer, responses=errors(403))
 def patch_breaker_limits(body: BreakerLimitsIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Set or reset some breaker limits (administrators); audited ``breaker_limits.changed``."""
     with node.begin() as conn:
@@ -201,7 +209,7 @@ def patch_breaker_limits(body: BreakerLimitsIn, node: NodeDep, caller: CallerDep
                                                 now=node.clock.now())}
 
 
-@router.get("/api/breakers")
+@router.get("/api/breakers", response_model=BreakerList, responses=errors(403))
 def list_breakers(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Every rate breaker's reading right now, armed or not (no pause data: see /api/domain-pauses).
 

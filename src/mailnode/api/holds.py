@@ -14,9 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 
 from mailnode.api.deps import CallerDep, HoldPageDep, NodeDep, paged
+from mailnode.api.governance_models import ApprovalStage
 from mailnode.api.models import Strict
+from mailnode.api.responses import HoldId, errors, id_field
 from mailnode.retention import holds
 
 router = APIRouter(tags=["holds"])
@@ -40,7 +44,62 @@ class HoldLiftIn(Strict):
     reason: Any = None
 
 
-@router.post("/api/holds", status_code=201)
+_INSTANT: JsonDict = {"format": "date-time"}
+
+
+class _Answer(BaseModel):
+    """An answer's part: closed (a field the service adds must be added here too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Hold(_Answer):
+    """A legal hold (``holds.hold_json``): a null bound is unbounded; ``in_force`` until it is lifted."""
+
+    id: str = id_field("hld")
+    mailbox_id: str = id_field("mbx")
+    matter_id: str | None
+    from_date: str | None = Field(json_schema_extra=_INSTANT)
+    to_date: str | None = Field(json_schema_extra=_INSTANT)
+    placed_by: str
+    placed_at: str | None = Field(json_schema_extra=_INSTANT)
+    lifted_at: str | None = Field(json_schema_extra=_INSTANT)
+    lifted_reason: str | None
+    lift_id: str | None
+    in_force: bool
+
+
+class HoldAnswer(_Answer):
+    """``{"hold": Hold}``: ``POST /api/holds``."""
+
+    hold: Hold
+
+
+class HoldPage(_Answer):
+    """``GET /api/holds``: one page, and the cursor of the next (null at the end)."""
+
+    holds: list[Hold]
+    next_cursor: str | None = id_field("hld")
+
+
+class Lift(_Answer):
+    """A lift asked (``holds.request_lift``): the approval it waits on and its stages."""
+
+    hold_id: str = id_field("hld")
+    lift_id: str = id_field("hlf")
+    approval_id: str = id_field("apr")
+    reason: str
+    stages: list[ApprovalStage]
+    eligible: int = Field(description="how many deciders other than the asker may approve")
+
+
+class LiftAnswer(_Answer):
+    """``{"lift": Lift}``: ``POST /api/holds/{hold_id}/lift`` (202: the lift waits for its approvals)."""
+
+    lift: Lift
+
+
+@router.post("/api/holds", status_code=201, response_model=HoldAnswer, responses=errors(403))
 def place_hold(body: HoldIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Place a legal hold at once."""
     with node.begin() as conn:
@@ -49,8 +108,8 @@ def place_hold(body: HoldIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]
                                     from_date=body.from_date, to_date=body.to_date, now=node.clock.now())}
 
 
-@router.post("/api/holds/{hold_id}/lift", status_code=202)
-def lift_hold(hold_id: str, node: NodeDep, caller: CallerDep, body: HoldLiftIn | None = None) -> dict[str, Any]:
+@router.post("/api/holds/{hold_id}/lift", status_code=202, response_model=LiftAnswer, responses=errors(403, 409))
+def lift_hold(hold_id: HoldId, node: NodeDep, caller: CallerDep, body: HoldLiftIn | None = None) -> dict[str, Any]:
     """Ask two other deciders to lift a hold."""
     with node.begin() as conn:
         return {"lift": holds.request_lift(conn, org_id=caller.org_id, actor_id=caller.principal_id,
@@ -58,7 +117,7 @@ def lift_hold(hold_id: str, node: NodeDep, caller: CallerDep, body: HoldLiftIn |
                                            now=node.clock.now())}
 
 
-@router.get("/api/holds")
+@router.get("/api/holds", response_model=HoldPage, responses=errors(403))
 def list_holds(node: NodeDep, caller: CallerDep, page: HoldPageDep) -> dict[str, Any]:
     """Every hold, in force or lifted."""
     with node.read() as conn:

@@ -46,7 +46,9 @@ from sqlalchemy import select
 from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, address_filter, paged, query_invalid
 from mailnode.api.errors import validation_error
+from mailnode.api.mail_models import Mail, MailAnswer, MailPage
 from mailnode.api.models import Strict
+from mailnode.api.responses import ErrorBody, SendId, errors
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict, invalid
 from mailnode.outbound import mail_reads
@@ -235,8 +237,10 @@ def seal_one(node: Any, caller: Any, body: MailIn, header_key: str | None,
     return _answer_status(node, send_id, mail_class.value), send_id
 
 
-@router.post("", status_code=202, responses={200: {"description": "realtime mail the provider accepted"},
-                                             503: {"description": "realtime mail could not be sent"}})
+@router.post("", status_code=202, response_model=MailAnswer,
+             responses={200: {"model": MailAnswer, "description": "realtime mail the provider accepted"},
+                        202: {"description": "deferrable mail sealed; the next dispatch sweep hands it over"},
+                        **errors(403, 404, 409, 503)})
 def post_mail(body: MailIn, node: NodeDep, caller: CallerDep,
               idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None) -> JSONResponse:
     """Send realtime (200 after the provider accepted) or deferrable (202) mail under an idempotency key.
@@ -256,14 +260,18 @@ class BatchResult(BaseModel):
     """One item's answer: its ``index`` in the batch, the ``status`` the single request would have answered,
     and either ``mail`` (as ``GET /api/mail/{id}`` shows it) or ``error`` (the node's error body)."""
 
-    index: int
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0)
     status: int
-    mail: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    mail: Mail | None = None
+    error: ErrorBody | None = None
 
 
 class BatchOut(BaseModel):
     """``POST /api/mail/batch``'s answer: one result per item, in the items' order."""
+
+    model_config = ConfigDict(extra="forbid")
 
     results: list[BatchResult]
 
@@ -278,8 +286,7 @@ def batch_too_large(observed: int) -> MailnodeError:
 
 
 @router.post("/batch", response_model=BatchOut,
-             responses={422: {"description": "not a JSON array, or more than MAIL_BATCH_MAX items "
-                                             "(E_REQUEST_INVALID, E_MAIL_BATCH_TOO_LARGE)"}})
+             responses=errors(422))
 def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: CallerDep) -> BatchOut:
     """Send up to ``budgets.MAIL_BATCH_MAX`` mails, each a ``POST /api/mail`` body with its own
     ``idempotency_key``; 200 with one result per item in order. One bad item fails only itself: its result
@@ -290,6 +297,8 @@ def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: Calle
     """
     if len(items) > budgets.MAIL_BATCH_MAX:
         raise batch_too_large(len(items))
+    model_config = ConfigDict(extra="forbid")
+
     results: list[BatchResult] = []
     sealed: dict[int, str] = {}
     senders: dict[Any, Any] = {}
@@ -313,7 +322,7 @@ def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: Calle
         mails = mail_reads.read_mails(conn, org_id=caller.org_id, author_id=caller.principal_id,
                                       send_ids=list(sealed.values()))
     for index, send_id in sealed.items():
-        results[index].mail = mails[send_id]
+        results[index].mail = Mail.model_validate(mails[send_id])
     return BatchOut(results=results)
 
 
@@ -328,7 +337,7 @@ def _instant(value: datetime | None, name: str) -> datetime | None:
         raise query_invalid(name, value, "the instant is outside the years 1..9999 in UTC") from None
 
 
-@router.get("")
+@router.get("", response_model=MailPage)
 def list_mail(node: NodeDep, caller: CallerDep, page: SendPageDep, state: SendState | None = None,
               mail_class: Annotated[Literal["realtime", "deferrable"] | None, Query(alias="class")] = None,
               recipient: str | None = None, after: datetime | None = None,
@@ -366,7 +375,7 @@ def list_mail(node: NodeDep, caller: CallerDep, page: SendPageDep, state: SendSt
     return paged("mail", items, page)
 
 
-@router.get("/{send_id}")
-def get_mail(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.get("/{send_id}", response_model=MailAnswer, responses=errors(404))
+def get_mail(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One send the caller made through this API, in the node's vocabulary."""
     return {"mail": mail_json(node, caller.org_id, caller.principal_id, send_id)}

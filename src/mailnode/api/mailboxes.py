@@ -8,7 +8,9 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from mailnode.api.deps import CallerDep, MailboxPageDep, NodeDep, paged
+from mailnode.api.directory_models import MailboxAnswer, MailboxPage
 from mailnode.api.models import Strict
+from mailnode.api.responses import MailboxId, errors
 from mailnode.mail import mailboxes
 
 router = APIRouter(prefix="/api/mailboxes", tags=["mailboxes"])
@@ -30,7 +32,7 @@ class MailboxPatch(Strict):
     hold_window_seconds: int | None = None
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=MailboxAnswer, responses=errors(403, 409))
 def create(body: MailboxIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create a mailbox (administrators)."""
     with node.begin() as conn:
@@ -39,7 +41,7 @@ def create(body: MailboxIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                                                     hold_window_seconds=body.hold_window_seconds)}
 
 
-@router.get("")
+@router.get("", response_model=MailboxPage)
 def list_(node: NodeDep, caller: CallerDep, page: MailboxPageDep) -> dict[str, Any]:
     """The mailboxes the caller may know of."""
     with node.read() as conn:
@@ -48,16 +50,16 @@ def list_(node: NodeDep, caller: CallerDep, page: MailboxPageDep) -> dict[str, A
         return paged("mailboxes", items, page)
 
 
-@router.get("/{mailbox_id}")
-def get(mailbox_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.get("/{mailbox_id}", response_model=MailboxAnswer)
+def get(mailbox_id: MailboxId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One mailbox (404 unless the caller may know of it)."""
     with node.read() as conn:
         return {"mailbox": mailboxes.get_mailbox(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                                  mailbox_id=mailbox_id)}
 
 
-@router.patch("/{mailbox_id}")
-def patch(mailbox_id: str, body: MailboxPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.patch("/{mailbox_id}", response_model=MailboxAnswer, responses=errors(403, 409))
+def patch(mailbox_id: MailboxId, body: MailboxPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Change a mailbox's name, addresses or hold window (administrators); null hold window = default."""
     kwargs: dict[str, Any] = {}
     if "hold_window_seconds" in body.model_fields_set:

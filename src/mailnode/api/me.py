@@ -12,6 +12,8 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
+from mailnode.api.principal_models import ContactEmailAnswer, ContactEmailSentAnswer
+from mailnode.api.responses import errors
 from mailnode.codes import verification_io
 
 router = APIRouter(prefix="/api/me", tags=["me"])
@@ -29,14 +31,14 @@ class CodeIn(Strict):
     code: str
 
 
-@router.post("/contact-email")
+@router.post("/contact-email", response_model=ContactEmailSentAnswer, responses=errors(403, 429, 503))
 def set_contact_email(body: ContactEmailIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Set the contact address and send it a verification code (answers after the provider did)."""
     return verification_io.request_code(node, org_id=caller.org_id, user_id=caller.principal_id,
                                         address=body.address)
 
 
-@router.post("/contact-email/verify")
+@router.post("/contact-email/verify", response_model=ContactEmailAnswer, responses=errors(403, 409, 429))
 def verify_contact_email(body: CodeIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Check a code; on success the contact address is verified."""
     return verification_io.verify_code(node, org_id=caller.org_id, user_id=caller.principal_id, code=body.code)

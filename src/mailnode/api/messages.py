@@ -22,11 +22,14 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from sqlalchemy import select
 
+from mailnode.api.case_models import CaseAnswer, CaseDeleted, CasePage
 from mailnode.api.deps import CallerDep, CasePageDep, EventPageDep, MessagePageDep, NodeDep, id_filter, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import CaseId, MailboxId, MessageId, bytes_response, errors
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
 from mailnode.errors import no_such_mailbox
 from mailnode.ingress import viewing
+from mailnode.ingress.reading import SHOWN_IMAGE_TYPES
 from mailnode.mail import cases as cases_mod
 from mailnode.mail.mailboxes import get_mailbox_row
 from mailnode.retention import holds as hold_rules
@@ -41,17 +44,17 @@ router = APIRouter(prefix="/api", tags=["messages"])
 message_summary = viewing.summary
 
 
-def _readable(conn: Any, caller: Any, message_id: str) -> Any:
+def _readable(conn: Any, caller: Any, message_id: MessageId) -> Any:
     return viewing.readable(conn, org_id=caller.org_id, principal_id=caller.principal_id, message_id=message_id)
 
 
-def _readable_message(node: Any, caller: Any, message_id: str) -> Any:
+def _readable_message(node: Any, caller: Any, message_id: MessageId) -> Any:
     with node.read() as conn:
         return _readable(conn, caller, message_id)
 
 
 @router.get("/mailboxes/{mailbox_id}/messages")
-def list_messages(mailbox_id: str, node: NodeDep, caller: CallerDep, page: MessagePageDep) -> dict[str, Any]:
+def list_messages(mailbox_id: MailboxId, node: NodeDep, caller: CallerDep, page: MessagePageDep) -> dict[str, Any]:
     """Messages delivered to a mailbox, newest first (metadata read)."""
     with node.read() as conn:
         get_mailbox_row(conn, caller.org_id, mailbox_id)
@@ -66,7 +69,7 @@ def list_messages(mailbox_id: str, node: NodeDep, caller: CallerDep, page: Messa
 
 
 @router.get("/messages/{message_id}")
-def get_message(message_id: str, node: NodeDep, caller: CallerDep, remote_images: bool = False) -> dict[str, Any]:
+def get_message(message_id: MessageId, node: NodeDep, caller: CallerDep, remote_images: bool = False) -> dict[str, Any]:
     """One message with its headers (as data), bodies and attachment list (content read).
 
     ``text_body`` is the text/plain part, else the text made from the HTML (``text_body_type`` says which);
@@ -84,8 +87,10 @@ def get_message(message_id: str, node: NodeDep, caller: CallerDep, remote_images
                                     message_id=message_id, remote_images=remote_images)}
 
 
-@router.get("/messages/{message_id}/attachments/{part}")
-def get_attachment(message_id: str, part: str, node: NodeDep, caller: CallerDep) -> Response:
+@router.get("/messages/{message_id}/attachments/{part}", response_class=Response,
+            responses={**bytes_response("the attachment's decoded bytes, as a download", "application/octet-stream",
+                                        *sorted(SHOWN_IMAGE_TYPES)), **errors(403, 410)})
+def get_attachment(message_id: MessageId, part: str, node: NodeDep, caller: CallerDep) -> Response:
     """One attachment's decoded bytes (content read), as a download: ``Content-Disposition: attachment`` with
     the safe-to-save name (RFC 6266, RFC 5987 ``filename*``), ``X-Content-Type-Options: nosniff`` and
     ``Content-Security-Policy: default-src 'none'; sandbox``; a raster image whose bytes agree with its type is
@@ -100,8 +105,9 @@ def get_attachment(message_id: str, part: str, node: NodeDep, caller: CallerDep)
     return Response(content=served.content, media_type=served.media_type, headers=served.headers)
 
 
-@router.get("/messages/{message_id}/raw")
-def get_raw(message_id: str, node: NodeDep, caller: CallerDep) -> Response:
+@router.get("/messages/{message_id}/raw", response_class=Response,
+            responses={**bytes_response("the message as received (RFC 5322)", "message/rfc822"), **errors(403, 410)})
+def get_raw(message_id: MessageId, node: NodeDep, caller: CallerDep) -> Response:
     """The exact bytes received (content read), as ``message/rfc822``.
 
     ``E_CONTENT_DELETED`` (410) once retention deleted them (spec/transactional.md §5); ``E_EVIDENCE_MISSING``
@@ -112,7 +118,7 @@ def get_raw(message_id: str, node: NodeDep, caller: CallerDep) -> Response:
                     media_type="message/rfc822")
 
 
-@router.get("/cases")
+@router.get("/cases", response_model=CasePage)
 def list_cases(node: NodeDep, caller: CallerDep, page: CasePageDep, mailbox_id: str | None = None,
                state: Literal["open", "closed"] | None = None) -> dict[str, Any]:
     """Cases of the mailboxes the caller may see, optionally one mailbox and one state (open|closed); another
@@ -138,8 +144,8 @@ class ClaimIn(Strict):
     take: bool = False
 
 
-@router.post("/cases/{case_id}/claim")
-def claim_case(case_id: str, node: NodeDep, caller: CallerDep, body: ClaimIn | None = None) -> dict[str, Any]:
+@router.post("/cases/{case_id}/claim", response_model=CaseAnswer, responses=errors(403, 409))
+def claim_case(case_id: CaseId, node: NodeDep, caller: CallerDep, body: ClaimIn | None = None) -> dict[str, Any]:
     """Assign a case (to the caller by default); ``take: true`` takes a held one (audited)."""
     body = body or ClaimIn()
     with node.begin() as conn:
@@ -148,16 +154,16 @@ def claim_case(case_id: str, node: NodeDep, caller: CallerDep, body: ClaimIn | N
                                         take=body.take)}
 
 
-@router.post("/cases/{case_id}/close")
-def close_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/cases/{case_id}/close", response_model=CaseAnswer, responses=errors(403, 409))
+def close_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Close a case the caller holds."""
     with node.begin() as conn:
         return {"case": cases_mod.close(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                         at=node.clock.now(), case_id=case_id)}
 
 
-@router.post("/cases/{case_id}/reopen")
-def reopen_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/cases/{case_id}/reopen", response_model=CaseAnswer, responses=errors(403, 409))
+def reopen_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Reopen a closed case (``send.propose`` on its mailbox); the caller holds it. 200 ``{"case": ...}``.
 
     ``E_CASE_OPEN`` (409), ``E_CASE_SUPERSEDED`` (409: a newer case of the conversation is open),
@@ -168,8 +174,8 @@ def reopen_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any
                                          at=node.clock.now(), case_id=case_id)}
 
 
-@router.delete("/cases/{case_id}")
-def delete_case(case_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.delete("/cases/{case_id}", response_model=CaseDeleted, responses=errors(403, 409))
+def delete_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Delete a closed case (``send.propose`` on its mailbox); its messages stay, unlinked. 200
     ``{"deleted": case_id}``.
 

@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.api.responses import errors, text_response
 from mailnode.authz import is_admin
 from mailnode.errors import not_an_administrator
 from mailnode.metrics import render
@@ -18,7 +19,8 @@ from mailnode.metrics import render
 router = APIRouter(tags=["metrics"])
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=Response,
+            responses={**text_response("text/plain", "Prometheus exposition text (version 0.0.4)"), **errors(403)})
 def metrics(node: NodeDep, caller: CallerDep) -> Response:
     """The node's metrics at this moment."""
     with node.read() as conn:

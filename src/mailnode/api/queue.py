@@ -15,6 +15,7 @@ from fastapi import APIRouter
 from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
+from mailnode.api.responses import MailboxId
 from mailnode.mail import queue
 from mailnode.mail.queue_rules import parse_view
 
@@ -22,7 +23,7 @@ router = APIRouter(prefix="/api", tags=["queue"])
 
 
 @router.get("/mailboxes/{mailbox_id}/queue")
-def get_queue(mailbox_id: str, node: NodeDep, caller: CallerDep, view: str | None = None,
+def get_queue(mailbox_id: MailboxId, node: NodeDep, caller: CallerDep, view: str | None = None,
               cursor: str | None = None, limit: int | None = None) -> dict[str, Any]:
     """One page of a view (``unassigned`` default, ``mine``, ``open``, ``closed``, ``sent``) with every view's
     count: ``{"queue": {mailbox_id, mailbox_name, view, counts, may_work, rows, next_cursor}}``; ``limit``

@@ -22,9 +22,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 
 from mailnode import budgets, runtime
 from mailnode.api.deps import CallerDep, NodeDep, Page, paged
+from mailnode.api.responses import ReceiptId, errors, id_field
 from mailnode.errors import invalid
 from mailnode.ids import is_id
 from mailnode.ingress import quarantine
@@ -49,7 +52,53 @@ def receipt_page(limit: int | None = Query(default=None), cursor: str | None = Q
 ReceiptPageDep = Annotated[Page, Depends(receipt_page)]
 
 
-@router.get("")
+_INSTANT: JsonDict = {"format": "date-time"}
+
+
+class Receipt(BaseModel):
+    """A received message's receipt (``quarantine.receipt_json``): envelope, size, attempts and quarantine;
+    never its content. ``age_seconds``: since it was received."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = id_field("rcpt")
+    mailbox_id: str | None
+    envelope_from: str
+    envelope_to: str
+    size_bytes: int
+    sha256: str
+    source: str
+    received_at: str = Field(json_schema_extra=_INSTANT)
+    age_seconds: int
+    materialised_at: str | None = Field(json_schema_extra=_INSTANT)
+    message_id: str | None
+    materialise_attempts: int
+    redrives: int
+    quarantined_at: str | None = Field(json_schema_extra=_INSTANT)
+    quarantine_code: str | None
+    quarantine_error: str | None
+
+
+class ReceiptPage(BaseModel):
+    """``GET /api/receipts``: one page, and the cursor of the next (null at the end)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    receipts: list[Receipt]
+    next_cursor: str | None = id_field("rcpt")
+
+
+class Redriven(BaseModel):
+    """``POST /api/receipts/{receipt_id}/redrive``: the receipt, and whether its workflow was started now
+    (false when no durable runtime runs in this process: ``serve`` picks it up)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    receipt: Receipt
+    started: bool
+
+
+@router.get("", response_model=ReceiptPage, responses=errors(403))
 def list_(node: NodeDep, caller: CallerDep, page: ReceiptPageDep, state: str = "quarantined") -> dict[str, Any]:
     """Quarantined receipts in id order."""
     if state not in STATES:
@@ -62,8 +111,8 @@ def list_(node: NodeDep, caller: CallerDep, page: ReceiptPageDep, state: str = "
     return paged("receipts", items, page)
 
 
-@router.post("/{receipt_id}/redrive", status_code=202)
-def redrive(receipt_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/{receipt_id}/redrive", status_code=202, response_model=Redriven, responses=errors(403, 409))
+def redrive(receipt_id: ReceiptId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Clear a receipt's quarantine and materialise it again."""
     with node.begin() as conn:
         receipt = quarantine.redrive(conn, org_id=caller.org_id, principal_id=caller.principal_id,

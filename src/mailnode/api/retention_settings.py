@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
+from mailnode.api.responses import errors
 from mailnode.retention import io as retention_io
 
 router = APIRouter(tags=["retention"])
@@ -31,14 +32,32 @@ class RetentionPatch(Strict):
     ceiling_seconds: StrictInt | None = None
 
 
-@router.get("/api/settings/retention")
+class RetentionSettings(BaseModel):
+    """The organisation's retention (``retention.io.settings_json``), in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inbound_raw_seconds: int = Field(description="how long a received message's raw bytes are kept")
+    sealed_body_seconds: int = Field(description="how long a sealed send's body is kept")
+    ceiling_seconds: int = Field(description="the most any kind may be kept")
+
+
+class RetentionAnswer(BaseModel):
+    """``{"retention": RetentionSettings}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retention: RetentionSettings
+
+
+@router.get("/api/settings/retention", response_model=RetentionAnswer, responses=errors(403))
 def get_retention(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The organisation's retention settings."""
     with node.read() as conn:
         return {"retention": retention_io.get_settings(conn, org_id=caller.org_id, actor_id=caller.principal_id)}
 
 
-@router.patch("/api/settings/retention")
+@router.patch("/api/settings/retention", response_model=RetentionAnswer, responses=errors(403))
 def patch_retention(body: RetentionPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Change some of the retention settings."""
     with node.begin() as conn:

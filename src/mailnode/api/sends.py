@@ -29,6 +29,7 @@ from sqlalchemy import select
 
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import SendId
 from mailnode.mail.thread import body_of, grant_for
 from mailnode.outbound import reads, retry, submit
 from mailnode.outbound.workflows import wake
@@ -112,7 +113,7 @@ def list_(node: NodeDep, caller: CallerDep, page: SendPageDep, mailbox_id: str |
 
 
 @router.get("/{send_id}")
-def get(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def get(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One send: recipients (submission, delivery, last error), events, the retry offer, the reason in words,
     and its ``body`` (``{"text", "html"}``, the ``attachments`` list and ``display_names``) to whoever may
     release, approve or cancel it (``mail.thread.send_body_grant``; null otherwise, and once retention deleted
@@ -129,20 +130,20 @@ def get(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.post("/{send_id}/cancel")
-def cancel(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def cancel(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Stop a held or awaiting send (``send.propose``)."""
     return {"send": submit.cancel(node, org_id=caller.org_id, principal_id=caller.principal_id, send_id=send_id)}
 
 
 @router.post("/{send_id}/release-hold")
-def release_hold(send_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def release_hold(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Release a send a policy holds (``awaiting/policy_hold`` -> ``held``); 200 with the send as it now reads."""
     return {"send": submit.release_hold(node, org_id=caller.org_id, principal_id=caller.principal_id,
                                         send_id=send_id)}
 
 
 @router.post("/{send_id}/retry")
-def retry_send(send_id: str, body: RetryIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def retry_send(send_id: SendId, body: RetryIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """``retry-effect`` (same manifest, proven non-acceptance) or ``resend-may-duplicate`` (a new manifest)."""
     mode = retry.check_mode(body.mode)
     if mode == "retry-effect":

@@ -12,15 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 
 from mailnode.api.deps import CallerDep, NodeDep
+from mailnode.api.governance_models import ApprovalStage
 from mailnode.api.models import Strict
+from mailnode.api.responses import errors, id_field
 from mailnode.governance import supervised
 
 router = APIRouter(prefix="/api/supervised-grants", tags=["governance"])
 
 
-class GrantIn(Strict):
+class SupervisedGrantIn(Strict):
     """``{mailbox_id, scope, reason, duration_seconds}``: what to read, why and for how long (seconds)."""
 
     mailbox_id: str
@@ -29,8 +33,48 @@ class GrantIn(Strict):
     duration_seconds: int
 
 
-@router.post("", status_code=201)
-def request(body: GrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+_INSTANT: JsonDict = {"format": "date-time"}
+
+
+class SupervisedGrant(BaseModel):
+    """A supervised grant (``supervised.grant_json``); ``live``: it opens reads now."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = id_field("sgr")
+    mailbox_id: str = id_field("mbx")
+    grantee_id: str
+    scope: str
+    reason: str
+    duration_seconds: int
+    requested_at: str | None = Field(json_schema_extra=_INSTANT)
+    granted_at: str | None = Field(json_schema_extra=_INSTANT)
+    expires_at: str | None = Field(json_schema_extra=_INSTANT)
+    refused_at: str | None = Field(json_schema_extra=_INSTANT)
+    live: bool
+
+
+class SupervisedGrantAsked(BaseModel):
+    """``POST /api/supervised-grants``: the grant asked, the approval it waits on, its stages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    supervised_grant: SupervisedGrant
+    approval_id: str = id_field("apr")
+    stages: list[ApprovalStage]
+    eligible: int
+
+
+class SupervisedGrantList(BaseModel):
+    """``GET /api/supervised-grants``: newest first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    supervised_grants: list[SupervisedGrant]
+
+
+@router.post("", status_code=201, response_model=SupervisedGrantAsked, responses=errors(403, 409))
+def request(body: SupervisedGrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Ask for a supervised grant for yourself; nothing opens until two deciders approve it."""
     with node.begin() as conn:
         return supervised.request(conn, org_id=caller.org_id, actor_id=caller.principal_id, at=node.clock.now(),
@@ -38,7 +82,7 @@ def request(body: GrantIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                                   duration_seconds=body.duration_seconds)
 
 
-@router.get("")
+@router.get("", response_model=SupervisedGrantList, responses=errors(403))
 def list_(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The organisation's supervised grants, newest first (at most ``budgets.LIST_LIMIT_MAX``)."""
     with node.read() as conn:

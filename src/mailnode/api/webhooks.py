@@ -15,13 +15,39 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
 
 from mailnode.api.deps import NodeDep
+from mailnode.api.responses import errors
 from mailnode.node import Node
 from mailnode.outbound.provider_events import record_provider_event
-from mailnode.outbound.webhooks import ProviderEvent, verify_resend_webhook
+from mailnode.outbound.webhooks import EventKind, ProviderEvent, verify_resend_webhook
 
 router = APIRouter(prefix="/api/webhooks", tags=["webhooks"])
+
+
+class RecordedEvent(BaseModel):
+    """One provider event as received: the provider's id (``svix-id``), its type verbatim and the normalised
+    kind (null for a type mailnode ignores), and what happened (``provider_events.record_provider_event``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    type: str
+    kind: EventKind | None
+    recorded: bool
+    duplicate: bool
+    ignored: bool
+    attributed: bool = Field(description="matched to one of the node's send recipients")
+    event_id: str | None = Field(description="the node's own id of the recorded event, or null")
+
+
+class RecordedEventAnswer(BaseModel):
+    """``{"event": RecordedEvent}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: RecordedEvent
 
 
 def _record(node: Node, event: ProviderEvent) -> dict[str, Any]:
@@ -29,7 +55,7 @@ def _record(node: Node, event: ProviderEvent) -> dict[str, Any]:
         return record_provider_event(conn, event, node.clock.now())
 
 
-@router.post("/resend")
+@router.post("/resend", response_model=RecordedEventAnswer, responses=errors(401, 404))
 async def resend(request: Request, node: NodeDep) -> dict[str, Any]:
     """Verify and record one Resend event; 200 with what happened (recorded, duplicate or ignored)."""
     body = await request.body()

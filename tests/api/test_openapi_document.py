@@ -1,0 +1,134 @@
+"""The OpenAPI document a client generator reads: every API operation states a typed success answer, the
+node's error body (``ErrorBody``) for each error status, the bearer scheme where a token is needed, and
+never the framework's ``HTTPValidationError`` (``api.responses``).
+
+``UNTYPED`` is the backlog of operations whose success answer is still an open object: it may only shrink
+(an operation typed since must leave it, and any new operation must be typed from the start).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+_METHODS = ("get", "put", "post", "delete", "patch")
+_ERROR_REF = "#/components/schemas/ErrorBody"
+
+#: Operations whose success answer is not yet typed (issue 20, "The document"): this list only shrinks.
+UNTYPED: frozenset[tuple[str, str]] = frozenset({
+    ("GET", "/api/mailboxes/{mailbox_id}/messages"),
+    ("GET", "/api/messages/{message_id}"),
+    ("GET", "/api/delivery-events"),
+    ("GET", "/api/butlers"),
+    ("POST", "/api/butlers/{butler_id}/simulate"),
+    ("POST", "/api/sends"),
+    ("GET", "/api/sends"),
+    ("GET", "/api/sends/{send_id}"),
+    ("POST", "/api/sends/{send_id}/cancel"),
+    ("POST", "/api/sends/{send_id}/release-hold"),
+    ("POST", "/api/sends/{send_id}/retry"),
+    ("POST", "/api/policies"),
+    ("GET", "/api/policies"),
+    ("POST", "/api/policies/{policy_id}/draft"),
+    ("POST", "/api/policies/{policy_id}/publish"),
+    ("GET", "/api/approvals"),
+    ("POST", "/api/approvals/{approval_id}/decide"),
+    ("POST", "/api/approvals/{approval_id}/withdraw"),
+    ("POST", "/api/sends/{send_id}/release"),
+    ("GET", "/api/butler-runs"),
+    ("GET", "/api/butler-runs/{run_id}"),
+    ("GET", "/api/butler-runs/{run_id}/inspect"),
+    ("POST", "/api/butler-runs/{run_id}/replay"),
+    ("GET", "/api/conversations/{conversation_id}"),
+    ("GET", "/api/search"),
+    ("GET", "/api/mailboxes/{mailbox_id}/queue"),
+    ("POST", "/api/cases/bulk"),
+})
+
+
+def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every (METHOD, path, operation) of ``doc``."""
+    return [(m.upper(), p, op) for p, ops in doc["paths"].items() for m, op in ops.items() if m in _METHODS]
+
+
+def typed_success(op: dict[str, Any]) -> bool:
+    """Whether some 2xx answer of ``op`` has a typed body: a model (``$ref``), an array of one, or text."""
+    for status, response in op["responses"].items():
+        if not status.startswith("2"):
+            continue
+        for content in (response.get("content") or {}).values():
+            schema = content.get("schema") or {}
+            if "$ref" in schema or schema.get("type") == "string" or "$ref" in (schema.get("items") or {}):
+                return True
+    return False
+
+
+def error_problems(op: dict[str, Any]) -> list[str]:
+    """What is wrong with the error answers of ``op``: a missing common status or one not ``ErrorBody``."""
+    responses = op["responses"]
+    needed = {"422", "500"} | ({"400", "413"} if "requestBody" in op else set()) | (
+        {"401"} if op.get("security") else set())
+    problems = [f"no {s}" for s in sorted(needed - set(responses))]
+    for status, response in responses.items():
+        if status[0] in "45":
+            schema = (response.get("content") or {}).get("application/json", {}).get("schema") or {}
+            if schema.get("$ref") != _ERROR_REF:
+                problems.append(f"{status} is not ErrorBody")
+    return problems
+
+
+@pytest.fixture
+def doc(api: Any) -> dict[str, Any]:
+    """The served document, as a generator downloads it."""
+    r = api.get("/openapi.json")
+    assert r.status_code == 200
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def test_every_operation_outside_the_backlog_declares_a_typed_success_answer(doc: dict[str, Any]) -> None:
+    untyped = {(m, p) for m, p, op in operations(doc) if not typed_success(op)}
+    assert sorted(untyped - UNTYPED) == [], "type these operations' success answers (docs/api.md, 'Declaring')"
+
+
+def test_the_backlog_only_shrinks(doc: dict[str, Any]) -> None:
+    known = {(m, p) for m, p, _ in operations(doc)}
+    typed = {(m, p) for m, p, op in operations(doc) if typed_success(op)}
+    assert sorted(UNTYPED - known) == [], "the backlog names operations that do not exist"
+    assert sorted(UNTYPED & typed) == [], "these are typed now: remove them from UNTYPED"
+
+
+def test_every_operation_answers_errors_in_the_nodes_body(doc: dict[str, Any]) -> None:
+    wrong = {f"{m} {p}": e for m, p, op in operations(doc) if (e := error_problems(op))}
+    assert wrong == {}
+
+
+def test_the_framework_validation_error_appears_nowhere(doc: dict[str, Any]) -> None:
+    text = json.dumps(doc)
+    assert "HTTPValidationError" not in text
+    assert "ValidationError" not in doc["components"]["schemas"]
+
+
+def test_routes_that_need_a_token_carry_the_bearer_scheme_and_the_others_do_not(doc: dict[str, Any]) -> None:
+    assert doc["components"]["securitySchemes"]["bearer"] == {
+        "type": "http", "scheme": "bearer", "bearerFormat": "mn_ token",
+        "description": doc["components"]["securitySchemes"]["bearer"]["description"]}
+    secured = {(m, p) for m, p, op in operations(doc) if op.get("security") == [{"bearer": []}]}
+    assert ("POST", "/api/mail") in secured and ("GET", "/metrics") in secured
+    assert ("GET", "/api/health") not in secured
+    # The header the scheme describes is not also a free parameter (a generator would ask for it twice).
+    assert all(p["name"].lower() != "authorization" for _, _, op in operations(doc) for p in op.get("parameters", []))
+
+
+def test_ids_carry_their_pattern(doc: dict[str, Any]) -> None:
+    param = doc["paths"]["/api/mail/{send_id}"]["get"]["parameters"][0]
+    assert param["schema"]["pattern"] == "^snd_[0-9A-HJKMNP-TV-Z]{26}$"
+    mail = doc["components"]["schemas"]["Mail"]["properties"]
+    assert mail["id"]["pattern"] == "^snd_[0-9A-HJKMNP-TV-Z]{26}$"
+    assert mail["mailbox_id"]["pattern"] == "^mbx_[0-9A-HJKMNP-TV-Z]{26}$"
+
+
+def test_metrics_are_documented_as_text(doc: dict[str, Any]) -> None:
+    assert list(doc["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == ["text/plain"]
