@@ -54,10 +54,13 @@ def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def typed_success(op: dict[str, Any]) -> bool:
-    """Whether some 2xx answer of ``op`` has a typed body: a model (``$ref``), an array of one, or text."""
+    """Whether some 2xx answer of ``op`` has a typed body: a model (``$ref``), an array of one, or text; or is
+    204 No Content, which has no body to type (RFC 9110 §15.3.5)."""
     for status, response in op["responses"].items():
         if not status.startswith("2"):
             continue
+        if status == "204" and not response.get("content"):
+            return True
         for content in (response.get("content") or {}).values():
             schema = content.get("schema") or {}
             if "$ref" in schema or schema.get("type") == "string" or "$ref" in (schema.get("items") or {}):

@@ -23,14 +23,13 @@ from pydantic import BaseModel
 
 from mailnode.api.deps import CallerDep, NodeDep, Page, id_pages, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import WebhookDeliveryId, WebhookEndpointId, errors
 from mailnode.app_events import endpoints as svc
 
 router = APIRouter(prefix="/api/webhooks", tags=["webhook endpoints"])
 
-_AUTH: dict[int | str, dict[str, Any]] = {401: {"description": "E_UNAUTHENTICATED: no valid bearer token"}}
-_SEEN: dict[int | str, dict[str, Any]] = {
-    404: {"description": "E_NO_SUCH_WEBHOOK_ENDPOINT: absent, or not yours (the two answer alike)"},
-    422: {"description": "E_ID_MALFORMED, or a refused field (E_WEBHOOK_*)"}}
+#: The answers of a route that reads one endpoint: absent or not the caller's (alike), refused fields.
+_SEEN = errors(404)
 
 
 class EndpointIn(Strict):
@@ -134,9 +133,7 @@ class DeliveryAnswer(BaseModel):
 
 
 @router.post("/endpoints", status_code=201, response_model=EndpointCreated,
-             responses={**_AUTH, 403: {"description": "E_NOT_AN_ADMINISTRATOR: a person who is not one"},
-                        422: {"description": "E_WEBHOOK_URL_MALFORMED, E_WEBHOOK_EVENT_TYPE_UNKNOWN, "
-                                             "E_WEBHOOK_TAG_FILTER_MALFORMED, E_BUDGET_EXCEEDED"}})
+             responses=errors(403))
 def create_endpoint(body: EndpointIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Register an endpoint for the caller (an application: its own mail; an administrator: all of the
     organisation's application mail); the secret is shown only in this answer."""
@@ -146,23 +143,23 @@ def create_endpoint(body: EndpointIn, node: NodeDep, caller: CallerDep) -> dict[
                                    tag_filter=body.tag_filter, description=body.description)
 
 
-@router.get("/endpoints", response_model=EndpointList, responses=_AUTH)
+@router.get("/endpoints", response_model=EndpointList, responses=errors())
 def list_endpoints(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The endpoints the caller may see (an administrator: all of the organisation's)."""
     with node.read() as conn:
         return {"endpoints": svc.list_endpoints(conn, org_id=caller.org_id, principal_id=caller.principal_id)}
 
 
-@router.get("/endpoints/{endpoint_id}", response_model=EndpointAnswer, responses={**_AUTH, **_SEEN})
-def read_endpoint(endpoint_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.get("/endpoints/{endpoint_id}", response_model=EndpointAnswer, responses=_SEEN)
+def read_endpoint(endpoint_id: WebhookEndpointId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One endpoint."""
     with node.read() as conn:
         return {"endpoint": svc.read_endpoint(conn, org_id=caller.org_id, principal_id=caller.principal_id,
                                               endpoint_id=endpoint_id)}
 
 
-@router.patch("/endpoints/{endpoint_id}", response_model=EndpointAnswer, responses={**_AUTH, **_SEEN})
-def change_endpoint(endpoint_id: str, body: EndpointPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+@router.patch("/endpoints/{endpoint_id}", response_model=EndpointAnswer, responses=_SEEN)
+def change_endpoint(endpoint_id: WebhookEndpointId, body: EndpointPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Change an endpoint's URL, event types, tag filter, description, or enable/disable it."""
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     with node.begin() as conn:
@@ -171,8 +168,8 @@ def change_endpoint(endpoint_id: str, body: EndpointPatch, node: NodeDep, caller
 
 
 @router.delete("/endpoints/{endpoint_id}", status_code=204, response_class=Response,
-               responses={**_AUTH, **_SEEN})
-def remove_endpoint(endpoint_id: str, node: NodeDep, caller: CallerDep) -> Response:
+               responses=_SEEN)
+def remove_endpoint(endpoint_id: WebhookEndpointId, node: NodeDep, caller: CallerDep) -> Response:
     """Remove an endpoint with its deliveries and their attempts."""
     with node.begin() as conn:
         svc.remove_endpoint(conn, org_id=caller.org_id, principal_id=caller.principal_id, endpoint_id=endpoint_id,
@@ -180,8 +177,8 @@ def remove_endpoint(endpoint_id: str, node: NodeDep, caller: CallerDep) -> Respo
     return Response(status_code=204)
 
 
-@router.get("/endpoints/{endpoint_id}/deliveries", response_model=DeliveryList, responses={**_AUTH, **_SEEN})
-def list_deliveries(endpoint_id: str, node: NodeDep, caller: CallerDep,
+@router.get("/endpoints/{endpoint_id}/deliveries", response_model=DeliveryList, responses=_SEEN)
+def list_deliveries(endpoint_id: WebhookEndpointId, node: NodeDep, caller: CallerDep,
                     page: Annotated[Page, Depends(id_pages("whd"))]) -> dict[str, Any]:
     """An endpoint's deliveries, newest first, each with every attempt; ``next_cursor`` pages on."""
     with node.read() as conn:
@@ -191,10 +188,8 @@ def list_deliveries(endpoint_id: str, node: NodeDep, caller: CallerDep,
 
 
 @router.post("/deliveries/{delivery_id}/resend", response_model=DeliveryAnswer,
-             responses={**_AUTH, 404: {"description": "E_NO_SUCH_WEBHOOK_DELIVERY"},
-                        409: {"description": "E_WEBHOOK_ENDPOINT_DISABLED: enable the endpoint first"},
-                        422: {"description": "E_ID_MALFORMED"}})
-def resend_delivery(delivery_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+             responses=errors(404, 409))
+def resend_delivery(delivery_id: WebhookDeliveryId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Queue a delivery again now with a fresh retry schedule (same ``event_id``)."""
     with node.begin() as conn:
         return {"delivery": svc.resend_delivery(conn, org_id=caller.org_id, principal_id=caller.principal_id,

@@ -118,6 +118,8 @@ TokenId = Annotated[str, id_path("tok")]
 UserId = Annotated[str, id_path("usr")]
 DomainPauseId = Annotated[str, id_path("dpz")]
 ButlerPauseId = Annotated[str, id_path("bpz")]
+WebhookEndpointId = Annotated[str, id_path("whe")]
+WebhookDeliveryId = Annotated[str, id_path("whd")]
 
 
 def id_query(prefix: str, alias: str | None = None) -> Any:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from mailnode.api.deps import CallerDep, NodeDep, Page, id_pages, query_invalid
 from mailnode.api.models import Strict
+from mailnode.api.responses import errors, text_response
 from mailnode.authz import require_admin
 from mailnode.outbound import suppression
 from mailnode.outbound.suppression import ListFilter, parse_csv
@@ -25,16 +26,6 @@ router = APIRouter(prefix="/api/suppressions", tags=["suppressions"])
 
 _ACT = "manage the suppression list"
 SuppressionPageDep = Annotated[Page, Depends(id_pages("sup"))]
-
-
-class ErrorBody(BaseModel):
-    """The node's error body (``errors.MailnodeError.to_json``)."""
-
-    error: str = Field(description="A stable E_ code.")
-    message: str
-    why: str
-    fix: str
-    detail: dict[str, Any]
 
 
 class SuppressionOut(BaseModel):
@@ -78,14 +69,7 @@ class SuppressionIn(Strict):
     note: str | None = None
 
 
-def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    words = {401: "not authenticated", 403: "not an administrator (E_NOT_AN_ADMINISTRATOR)",
-             404: "the address is not on the list (E_NO_SUCH_SUPPRESSION)", 413: "the CSV is too large",
-             422: "a malformed address, reason, query or CSV line"}
-    return {s: {"model": ErrorBody, "description": words[s]} for s in statuses}
-
-
-@router.get("", response_model=SuppressionPage, responses=_errors(401, 403, 422))
+@router.get("", response_model=SuppressionPage, responses=errors(403))
 def list_suppressions(node: NodeDep, caller: CallerDep, page: SuppressionPageDep, q: str | None = None,
                       exact: bool = False, reason: suppression.Reason | None = None) -> dict[str, Any]:
     """The organisation's list, newest first, after ``cursor`` (a ``sup_`` id), filtered by ``q`` (a part of
@@ -98,7 +82,7 @@ def list_suppressions(node: NodeDep, caller: CallerDep, page: SuppressionPageDep
     return {"suppressions": items, "next_cursor": items[-1]["id"] if len(items) == page.limit and items else None}
 
 
-@router.post("", status_code=201, response_model=SuppressionAnswer, responses=_errors(401, 403, 422))
+@router.post("", status_code=201, response_model=SuppressionAnswer, responses=errors(403))
 def add_suppression(body: SuppressionIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Put an address on the list (``manual``), audited ``suppression.added``; an address already there keeps
     its row and is answered as it is."""
@@ -110,7 +94,7 @@ def add_suppression(body: SuppressionIn, node: NodeDep, caller: CallerDep) -> di
 
 
 @router.get("/export.csv", response_class=Response, responses={
-    200: {"content": {"text/csv": {}}, "description": "the list as CSV"}, **_errors(401, 403)})
+    **text_response("text/csv", "the list as CSV"), **errors(403)})
 def export_suppressions(node: NodeDep, caller: CallerDep) -> Response:
     """The whole list as CSV (``outbound.suppression.CSV_COLUMNS``), oldest first."""
     with node.read() as conn:
@@ -120,7 +104,7 @@ def export_suppressions(node: NodeDep, caller: CallerDep) -> Response:
                     headers={"Content-Disposition": 'attachment; filename="suppressions.csv"'})
 
 
-@router.post("/import", response_model=ImportAnswer, responses=_errors(401, 403, 413, 422), openapi_extra={
+@router.post("/import", response_model=ImportAnswer, responses=errors(403, 413), openapi_extra={
     "requestBody": {"required": True, "content": {"text/csv": {"schema": {"type": "string"}}}}})
 async def import_suppressions(request: Request, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Add every address of a CSV body (a header row naming ``address``; ``reason`` and ``note`` optional, the
@@ -137,7 +121,7 @@ async def import_suppressions(request: Request, node: NodeDep, caller: CallerDep
     return result.to_json()
 
 
-@router.get("/{address}", response_model=SuppressionAnswer, responses=_errors(401, 403, 404, 422))
+@router.get("/{address}", response_model=SuppressionAnswer, responses=errors(403, 404))
 def get_suppression(address: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The list's row for ``address`` (compared as the node compares recipients: the whole address
     lower-cased); 404 ``E_NO_SUCH_SUPPRESSION`` when it is not on the list."""
@@ -149,7 +133,7 @@ def get_suppression(address: str, node: NodeDep, caller: CallerDep) -> dict[str,
     return {"suppression": row.to_json()}
 
 
-@router.delete("/{address}", response_model=SuppressionAnswer, responses=_errors(401, 403, 404, 422))
+@router.delete("/{address}", response_model=SuppressionAnswer, responses=errors(403, 404))
 def remove_suppression(address: str, node: NodeDep, caller: CallerDep,
                        reason: str | None = Query(default=None)) -> dict[str, Any]:
     """Take ``address`` off the list with a ``reason`` (required: 422
