@@ -159,7 +159,8 @@ def read_endpoint(endpoint_id: WebhookEndpointId, node: NodeDep, caller: CallerD
 
 
 @router.patch("/endpoints/{endpoint_id}", response_model=EndpointAnswer, responses=_SEEN)
-def change_endpoint(endpoint_id: WebhookEndpointId, body: EndpointPatch, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
+def change_endpoint(endpoint_id: WebhookEndpointId, body: EndpointPatch, node: NodeDep,
+                    caller: CallerDep) -> dict[str, Any]:
     """Change an endpoint's URL, event types, tag filter, description, or enable/disable it."""
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     with node.begin() as conn:

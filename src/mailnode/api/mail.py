@@ -297,8 +297,6 @@ def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: Calle
     """
     if len(items) > budgets.MAIL_BATCH_MAX:
         raise batch_too_large(len(items))
-    model_config = ConfigDict(extra="forbid")
-
     results: list[BatchResult] = []
     sealed: dict[int, str] = {}
     senders: dict[Any, Any] = {}
@@ -307,13 +305,13 @@ def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: Calle
             body = MailIn.model_validate(item)
         except ValidationError as exc:
             err = validation_error([{**e, "loc": (index, *e.get("loc", ()))} for e in exc.errors()])
-            results.append(BatchResult(index=index, status=err.status, error=err.to_json()))
+            results.append(BatchResult(index=index, status=err.status, error=ErrorBody.model_validate(err.to_json())))
             continue
         try:
             status, send_id = seal_one(node, caller, body, None, senders)
         except MailnodeError as refused:
             # The item's refusal is its answer, in place; the rest of the batch proceeds.
-            results.append(BatchResult(index=index, status=refused.status, error=refused.to_json()))
+            results.append(BatchResult(index=index, status=refused.status, error=ErrorBody.model_validate(refused.to_json())))
             continue
         sealed[index] = send_id
         results.append(BatchResult(index=index, status=status))
