@@ -311,7 +311,8 @@ def post_batch(items: Annotated[list[Any], Body()], node: NodeDep, caller: Calle
             status, send_id = seal_one(node, caller, body, None, senders)
         except MailnodeError as refused:
             # The item's refusal is its answer, in place; the rest of the batch proceeds.
-            results.append(BatchResult(index=index, status=refused.status, error=ErrorBody.model_validate(refused.to_json())))
+            results.append(BatchResult(index=index, status=refused.status,
+                                       error=ErrorBody.model_validate(refused.to_json())))
             continue
         sealed[index] = send_id
         results.append(BatchResult(index=index, status=status))
