@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import JsonDict
 
 from mailnode.api.responses import id_field
+from mailnode.vocabulary.mail_classes import MailClass
 from mailnode.vocabulary.send_states import SendState
 
 _INSTANT: JsonDict = {"format": "date-time"}
@@ -82,7 +83,7 @@ class Mail(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     id: str = id_field("snd")
-    mail_class: Literal["realtime", "deferrable"]
+    mail_class: MailClass = Field(description="realtime or deferrable as sent; a resend of one (POST /api/sends/{id}/retry) is sealed as correspondence")
     mailbox_id: str = id_field("mbx")
     from_: MailFrom = Field(alias="from")
     reply_to: list[str]

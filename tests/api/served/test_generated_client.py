@@ -68,9 +68,11 @@ def generate(document: bytes, where: Path) -> Any:
     path = where / "openapi.json"
     path.write_bytes(document)
     # The generator reads only JSON, text and binary bodies: the raw message's message/rfc822 (RFC 5322 bytes)
-    # is read as binary, as its documented option says; the document keeps the true type.
+    # and the suppression list's text/csv are read as binary, as its documented option says; the document
+    # keeps the true types.
     config = where / "generator.yaml"
-    config.write_text("content_type_overrides:\n  message/rfc822: application/octet-stream\n")
+    config.write_text("content_type_overrides:\n  message/rfc822: application/octet-stream\n"
+                      "  text/csv: application/octet-stream\n")
     out = subprocess.run([sys.executable, "-m", "openapi_python_client", "generate", "--path", str(path),
                           "--output-path", str(where / PACKAGE), "--meta", "none", "--config", str(config)],
                          capture_output=True, text=True, timeout=300, check=False,
@@ -106,7 +108,7 @@ def test_a_generated_client_sends_realtime_mail_and_reads_its_status(
     answer = sent.parsed
     assert isinstance(answer, models.MailAnswer)
     assert answer.mail.state == models.SendState.HANDED_OVER
-    assert answer.mail.mail_class == models.MailMailClass.REALTIME
+    assert answer.mail.mail_class == models.MailClass.REALTIME
     [(rcpts, message)] = smarthost.received
     assert rcpts == ["reader@remote.test"] and message["Subject"] == "Your code"
 
