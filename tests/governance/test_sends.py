@@ -92,6 +92,10 @@ def test_an_approved_send_is_held_and_rechecks_clean_until_it_expires(api: Any, 
     mid, aid = gated_send(world, f)
     one = api.post(f"/api/approvals/{aid}/decide", json={"decision": "approve"}, headers=b.headers).json()["decided"]
     assert one["completed"] is False and one["open_stage"]["ordinal"] == 1
+    # Only the keys of the decision: no effect yet, so no effect report (and no other kind's keys as nulls).
+    decision_keys = {"approval_id", "subject_kind", "subject_id", "decision", "stage_ordinal", "approval_state",
+                     "completed", "open_stage", "conflict"}
+    assert set(one) == decision_keys
     dup = api.post(f"/api/approvals/{aid}/decide", json={"decision": "approve"}, headers=b.headers)
     assert dup.status_code == 409 and dup.json()["error"] == "E_ALREADY_DECIDED"
     outsider = world.person("o@example.test")
@@ -99,6 +103,7 @@ def test_an_approved_send_is_held_and_rechecks_clean_until_it_expires(api: Any, 
                     headers=outsider.headers).status_code == 404
     two = api.post(f"/api/approvals/{aid}/decide", json={"decision": "approve"}, headers=c.headers).json()["decided"]
     assert two["completed"] is True and two["manifest_state"] == "held"
+    assert set(two) == decision_keys | {"manifest_state"}
     assert send_state(world, mid) == ("held", None, {"held"})
     assert recheck(world, mid, "require_approval").withhold_reason is None
     world.node.clock.advance(APPROVAL_SEND_EXPIRY_SECONDS + 1)
@@ -129,6 +134,8 @@ def test_a_denial_withholds_and_a_withdrawal_that_leaves_a_shortfall_too(api: An
     api.post(f"/api/approvals/{aid2}/decide", json={"decision": "approve"}, headers=b.headers)
     w = api.post(f"/api/approvals/{aid2}/withdraw", headers=b.headers)
     assert w.status_code == 200 and w.json()["withdrawn"]["approval_state"] == "unsatisfiable"
+    withdrawn_keys = {"approval_id", "approval_state", "stage_ordinal", "shortfall", "manifest_state"}
+    assert set(w.json()["withdrawn"]) == withdrawn_keys
     assert send_state(world, other) == ("withheld", "approval_unsatisfiable", {"withheld"})
     assert api.post(f"/api/approvals/{aid2}/withdraw", headers=b.headers).status_code == 409
 

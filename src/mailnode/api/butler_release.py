@@ -15,13 +15,14 @@ from fastapi import APIRouter
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.responses import SendId, errors
+from mailnode.api.send_models import SendReleaseAnswer
 from mailnode.butler import release
 from mailnode.outbound.workflows import wake
 
 router = APIRouter(prefix="/api/sends", tags=["sends"])
 
 
-@router.post("/{send_id}/release", responses=errors(409))
+@router.post("/{send_id}/release", response_model=SendReleaseAnswer, responses=errors(409))
 def release_send(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Release one Butler send and tell its run."""
     with node.begin() as conn:

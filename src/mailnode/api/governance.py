@@ -27,11 +27,16 @@ from pydantic import Field
 from mailnode import authz
 from mailnode.api.deps import ApprovalPageDep, CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.governance_models import (
+    ApprovalDecidedAnswer,
+    ApprovalPage,
+    ApprovalWithdrawnAnswer,
     BreakerLimitsAnswer,
     BreakerList,
     DomainPauseAskedAnswer,
     DomainPauseLiftedAnswer,
     DomainPauseList,
+    PolicyAnswer,
+    PolicyPage,
 )
 from mailnode.api.models import Strict
 from mailnode.api.responses import ApprovalId, DomainPauseId, PolicyId, errors
@@ -97,7 +102,7 @@ class LiftIn(Strict):
     reason: str | None = None
 
 
-@router.post("/api/policies", status_code=201)
+@router.post("/api/policies", status_code=201, response_model=PolicyAnswer, responses=errors(403, 404, 409))
 def create_policy(body: PolicyIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Create a policy and its first draft."""
     with node.begin() as conn:
@@ -106,7 +111,7 @@ def create_policy(body: PolicyIn, node: NodeDep, caller: CallerDep) -> dict[str,
                                           stages=[s.model_dump() for s in body.stages], now=node.clock.now())}
 
 
-@router.post("/api/policies/{policy_id}/draft")
+@router.post("/api/policies/{policy_id}/draft", response_model=PolicyAnswer, responses=errors(403))
 def draft_policy(policy_id: PolicyId, body: PolicyDraftIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the policy's draft."""
     with node.begin() as conn:
@@ -116,7 +121,7 @@ def draft_policy(policy_id: PolicyId, body: PolicyDraftIn, node: NodeDep, caller
                                               stages=[s.model_dump() for s in body.stages], now=node.clock.now())}
 
 
-@router.post("/api/policies/{policy_id}/publish")
+@router.post("/api/policies/{policy_id}/publish", response_model=PolicyAnswer, responses=errors(403, 409))
 def publish_policy(policy_id: PolicyId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Publish the draft (supersedes the live version)."""
     with node.begin() as conn:
@@ -124,7 +129,7 @@ def publish_policy(policy_id: PolicyId, node: NodeDep, caller: CallerDep) -> dic
                                            policy_id=policy_id, now=node.clock.now())}
 
 
-@router.get("/api/policies")
+@router.get("/api/policies", response_model=PolicyPage, responses=errors(404))
 def list_policies(node: NodeDep, caller: CallerDep, page: NamePageDep) -> dict[str, Any]:
     """Every policy with its versions, by name."""
     with node.read() as conn:
@@ -133,7 +138,7 @@ def list_policies(node: NodeDep, caller: CallerDep, page: NamePageDep) -> dict[s
     return paged("policies", items, page, key="cursor")
 
 
-@router.get("/api/approvals")
+@router.get("/api/approvals", response_model=ApprovalPage)
 def list_approvals(node: NodeDep, caller: CallerDep, page: ApprovalPageDep) -> dict[str, Any]:
     """Pending approvals the caller may decide."""
     with node.read() as conn:
@@ -142,7 +147,9 @@ def list_approvals(node: NodeDep, caller: CallerDep, page: ApprovalPageDep) -> d
     return paged("approvals", items, page)
 
 
-@router.post("/api/approvals/{approval_id}/decide")
+# ``response_model_exclude_unset``: the effect's report keys are those of the approval's kind only.
+@router.post("/api/approvals/{approval_id}/decide", response_model=ApprovalDecidedAnswer,
+             response_model_exclude_unset=True, responses=errors(409))
 def decide(approval_id: ApprovalId, body: DecisionIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Approve or deny; completion and its effect commit together."""
     with node.begin() as conn:
@@ -151,7 +158,8 @@ def decide(approval_id: ApprovalId, body: DecisionIn, node: NodeDep, caller: Cal
                                             now=node.clock.now())}
 
 
-@router.post("/api/approvals/{approval_id}/withdraw")
+@router.post("/api/approvals/{approval_id}/withdraw", response_model=ApprovalWithdrawnAnswer,
+             response_model_exclude_unset=True, responses=errors(409))
 def withdraw(approval_id: ApprovalId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Withdraw the caller's standing approval."""
     with node.begin() as conn:

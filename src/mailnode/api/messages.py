@@ -26,6 +26,7 @@ from mailnode.api.case_models import CaseAnswer, CaseDeleted, CasePage
 from mailnode.api.deps import CallerDep, CasePageDep, EventPageDep, MessagePageDep, NodeDep, id_filter, paged
 from mailnode.api.models import Strict
 from mailnode.api.responses import CaseId, MailboxId, MessageId, bytes_response, errors
+from mailnode.api.send_models import DeliveryEventPage
 from mailnode.authz import METADATA_READERS, holds, mailboxes_visible, require_admin
 from mailnode.errors import no_such_mailbox
 from mailnode.ingress import viewing
@@ -189,7 +190,7 @@ def delete_case(case_id: CaseId, node: NodeDep, caller: CallerDep) -> dict[str, 
     return {"deleted": case_id}
 
 
-@router.get("/delivery-events")
+@router.get("/delivery-events", response_model=DeliveryEventPage, responses=errors(403))
 def list_delivery_events(node: NodeDep, caller: CallerDep, page: EventPageDep,
                          attributed: bool | None = None) -> dict[str, Any]:
     """Provider events and delivery reports, newest first (administrators); ``attributed`` filters."""

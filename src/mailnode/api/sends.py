@@ -29,7 +29,14 @@ from sqlalchemy import select
 
 from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
 from mailnode.api.models import Strict
-from mailnode.api.responses import SendId
+from mailnode.api.responses import SendId, errors
+from mailnode.api.send_models import (
+    SendActedAnswer,
+    SendPage,
+    SendReadAnswer,
+    SendRetried,
+    SendSealedAnswer,
+)
 from mailnode.mail.thread import body_of, grant_for
 from mailnode.outbound import reads, retry, submit
 from mailnode.outbound.workflows import wake
@@ -78,7 +85,7 @@ class RetryIn(Strict):
     accept_duplicate_risk: bool = False
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=SendSealedAnswer, responses=errors(404, 409, 410))
 def create(body: SendIn, node: NodeDep, caller: CallerDep, response: Response,
            idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None) -> dict[str, Any]:
     """Seal a send from a draft or inline; 201 with the manifest's id, state and ``release_at``.
@@ -100,7 +107,7 @@ def create(body: SendIn, node: NodeDep, caller: CallerDep, response: Response,
     return {"send": done.send}
 
 
-@router.get("")
+@router.get("", response_model=SendPage)
 def list_(node: NodeDep, caller: CallerDep, page: SendPageDep, mailbox_id: str | None = None,
           state: str | None = None) -> dict[str, Any]:
     """Sends of the mailboxes the caller may see, newest first; ``mailbox_id`` and ``state`` filter."""
@@ -112,7 +119,7 @@ def list_(node: NodeDep, caller: CallerDep, page: SendPageDep, mailbox_id: str |
     return paged("sends", items, page)
 
 
-@router.get("/{send_id}")
+@router.get("/{send_id}", response_model=SendReadAnswer)
 def get(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One send: recipients (submission, delivery, last error), events, the retry offer, the reason in words,
     and its ``body`` (``{"text", "html"}``, the ``attachments`` list and ``display_names``) to whoever may
@@ -129,20 +136,22 @@ def get(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     return {"send": out}
 
 
-@router.post("/{send_id}/cancel")
+@router.post("/{send_id}/cancel", response_model=SendActedAnswer, responses=errors(409))
 def cancel(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Stop a held or awaiting send (``send.propose``)."""
     return {"send": submit.cancel(node, org_id=caller.org_id, principal_id=caller.principal_id, send_id=send_id)}
 
 
-@router.post("/{send_id}/release-hold")
+@router.post("/{send_id}/release-hold", response_model=SendActedAnswer, responses=errors(409))
 def release_hold(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Release a send a policy holds (``awaiting/policy_hold`` -> ``held``); 200 with the send as it now reads."""
     return {"send": submit.release_hold(node, org_id=caller.org_id, principal_id=caller.principal_id,
                                         send_id=send_id)}
 
 
-@router.post("/{send_id}/retry")
+# ``response_model_exclude_unset``: ``resend_of`` is absent from a retry-effect's answer, not null.
+@router.post("/{send_id}/retry", response_model=SendRetried, response_model_exclude_unset=True,
+             responses=errors(403, 409, 410))
 def retry_send(send_id: SendId, body: RetryIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """``retry-effect`` (same manifest, proven non-acceptance) or ``resend-may-duplicate`` (a new manifest)."""
     mode = retry.check_mode(body.mode)

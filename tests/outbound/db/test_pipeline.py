@@ -272,6 +272,7 @@ def test_throttled_then_retry_effect_and_cancel(api: Any, node: Any, installed: 
     assert got["retry"]["mode"] == "retry-effect" and got["last_error"].endswith("421 try later")
     r = api.post(f"/api/sends/{send_id}/retry", json={"mode": "retry-effect"}, headers=H(installed.token))
     assert r.json()["send"]["state"] == "held"
+    assert set(r.json()) == {"send"}  # the same send again: no resend_of (that is a resend's)
     r = api.post(f"/api/sends/{send_id}/cancel", headers=H(installed.token))
     assert r.json()["send"]["state"] == "cancelled"
     assert r.json()["send"]["recipients"][0]["submission_state"] == "cancelled"
