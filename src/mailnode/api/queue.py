@@ -15,6 +15,7 @@ from fastapi import APIRouter
 from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
+from mailnode.api.queue_models import BulkAnswer, QueueAnswer
 from mailnode.api.responses import MailboxId
 from mailnode.mail import queue
 from mailnode.mail.queue_rules import parse_view
@@ -22,7 +23,7 @@ from mailnode.mail.queue_rules import parse_view
 router = APIRouter(prefix="/api", tags=["queue"])
 
 
-@router.get("/mailboxes/{mailbox_id}/queue")
+@router.get("/mailboxes/{mailbox_id}/queue", response_model=QueueAnswer)
 def get_queue(mailbox_id: MailboxId, node: NodeDep, caller: CallerDep, view: str | None = None,
               cursor: str | None = None, limit: int | None = None) -> dict[str, Any]:
     """One page of a view (``unassigned`` default, ``mine``, ``open``, ``closed``, ``sent``) with every view's
@@ -43,7 +44,7 @@ class BulkIn(Strict):
     case_ids: list[str]
 
 
-@router.post("/cases/bulk")
+@router.post("/cases/bulk", response_model=BulkAnswer)
 def bulk_cases(body: BulkIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Claim or close each case in its own transaction: 200 ``{"outcomes": [{case_id, ok, case, error}]}``,
     where a refused case's ``error`` is its four-part refusal and the others are done."""
