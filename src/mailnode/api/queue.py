@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep
@@ -41,7 +42,9 @@ class BulkIn(Strict):
     """Body of ``POST /api/cases/bulk``: claim (for the caller) or close the named cases."""
 
     action: Literal["claim", "close"]
-    case_ids: list[str]
+    #: 1..``budgets.QUEUE_BULK_MAX`` cases, documented and left to ``mail.queue.bulk`` to refuse
+    #: (``E_QUEUE_BULK_EMPTY``, ``E_QUEUE_BULK_TOO_MANY``), whose codes a framework refusal would replace.
+    case_ids: list[str] = Field(json_schema_extra={"minItems": 1, "maxItems": budgets.QUEUE_BULK_MAX})
 
 
 @router.post("/cases/bulk", response_model=BulkAnswer)
