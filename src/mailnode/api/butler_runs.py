@@ -17,21 +17,25 @@ written then).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from mailnode import runtime
+from mailnode.api.butler_models import ButlerRunAnswer, ButlerRunPage, InspectionAnswer, ReplayAnswer
 from mailnode.api.deps import CallerDep, NodeDep, RunPageDep, id_filter, paged
 from mailnode.api.models import Strict
+from mailnode.api.responses import errors, id_query
 from mailnode.butler import record, replay
 from mailnode.errors import MailnodeError
 
 router = APIRouter(prefix="/api/butler-runs", tags=["butlers"])
 
 
-@router.get("")
-def list_(node: NodeDep, caller: CallerDep, page: RunPageDep, butler_id: str | None = None) -> dict[str, Any]:
+@router.get("", response_model=ButlerRunPage)
+def list_(node: NodeDep, caller: CallerDep, page: RunPageDep,
+          butler_id: Annotated[str | None, id_query("btl")] = None) -> dict[str, Any]:
     """Runs newest first, optionally of one Butler (a malformed ``butler_id`` is 422 naming it)."""
     butler_id = id_filter(butler_id, "butler_id", "btl")
     with node.read() as conn:
@@ -40,7 +44,7 @@ def list_(node: NodeDep, caller: CallerDep, page: RunPageDep, butler_id: str | N
     return paged("butler_runs", items, page)
 
 
-@router.get("/{run_id}")
+@router.get("/{run_id}", response_model=ButlerRunAnswer)
 def get(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """One run and its effect rows."""
     with node.read() as conn:
@@ -48,7 +52,7 @@ def get(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
                                              run_id=run_id)}
 
 
-@router.get("/{run_id}/inspect")
+@router.get("/{run_id}/inspect", response_model=InspectionAnswer, response_model_exclude_unset=True)
 def inspect(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The inspection of one run (administrators); writes nothing but the ``supervised.opened`` a supervised
     grant owes before it opens the run's content facts (so it runs in a write transaction)."""
@@ -61,10 +65,12 @@ def inspect(run_id: str, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
 class ReplayIn(Strict):
     """``{"mode": "re-run"}``; the send-scoped modes live on ``POST /api/sends/{id}/retry``."""
 
-    mode: str
+    #: The modes are documented, and ``replay.check_mode`` refuses another with its own code
+    #: (``E_BUTLER_REPLAY_MODE_UNKNOWN``, naming the route of the send-scoped modes).
+    mode: str = Field(json_schema_extra={"enum": list(replay.RUN_MODES)})
 
 
-@router.post("/{run_id}/replay", status_code=202)
+@router.post("/{run_id}/replay", status_code=202, response_model=ReplayAnswer, responses=errors(409, 503))
 def replay_run(run_id: str, body: ReplayIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Re-run a run over its recorded facts with every judgement re-asked, and start it."""
     replay.check_mode(body.mode)

@@ -21,7 +21,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from mailnode.api.butler_models import ButlerAnswer, ButlerPublished
+from mailnode.api.butler_models import ButlerAnswer, ButlerPage, ButlerPublished, SimulationAnswer
 from mailnode.api.deps import CallerDep, NamePageDep, NodeDep, paged
 from mailnode.api.models import Strict
 from mailnode.api.responses import ButlerId, errors
@@ -69,7 +69,7 @@ def publish(butler_id: ButlerId, node: NodeDep, caller: CallerDep) -> dict[str, 
                                  butler_id=butler_id, pot=node.settings.butler_run_pot)
 
 
-@router.get("")
+@router.get("", response_model=ButlerPage)
 def list_(node: NodeDep, caller: CallerDep, page: NamePageDep) -> dict[str, Any]:
     """The organisation's Butlers by name: ``{"butlers": [...], "next_cursor"}`` (the cursor is a name)."""
     with node.read() as conn:
@@ -114,7 +114,8 @@ class SimulateIn(Strict):
     run_id: str
 
 
-@router.post("/{butler_id}/simulate", responses=errors(409))
+@router.post("/{butler_id}/simulate", response_model=SimulationAnswer, response_model_exclude_unset=True,
+             responses=errors(409))
 def simulate_(butler_id: ButlerId, body: SimulateIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """The dry run of the Butler's draft (or live version) over one run's facts; writes nothing."""
     with node.read() as conn:

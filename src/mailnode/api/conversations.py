@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from mailnode.api.case_models import NoteAnswer
+from mailnode.api.conversation_models import ConversationAnswer
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.messages import message_summary
 from mailnode.api.models import Strict
@@ -70,7 +71,7 @@ def _note_item(r: Any) -> dict[str, Any]:
     return notes_mod.note_json(r)
 
 
-@router.get("/conversations/{conversation_id}")
+@router.get("/conversations/{conversation_id}", response_model=ConversationAnswer, response_model_exclude_unset=True)
 def get_conversation(conversation_id: ConversationId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """A conversation: ``thread`` (messages, sends and notes in order, each ``{"kind", "at", <kind>: ...}``),
     and, as before, ``messages`` (received, metadata read) and ``cases``. See ``mail.thread`` for who sees what."""

@@ -25,7 +25,7 @@ from mailnode.addresses import normalise_address
 from mailnode.api.responses import bearer
 from mailnode.directory.tokens import Principal, authenticate
 from mailnode.errors import MailnodeError
-from mailnode.ids import PREFIXES, id_pattern, is_id
+from mailnode.ids import PREFIXES, ULID_PATTERN, id_pattern, is_id
 from mailnode.node import Node
 
 
@@ -115,8 +115,14 @@ def id_pages(prefix: str) -> Callable[..., Page]:
     return get_page
 
 
-def run_pages(limit: int | None = Query(default=None), cursor: str | None = Query(default=None)) -> Page:
-    """The page dependency of Butler runs, keyed by run ids (``<btv id>-<trigger key>``; else 422)."""
+#: The pattern of a Butler run id as a cursor: a version id, then ``-<trigger key>`` (``run_pages``).
+RUN_CURSOR_PATTERN = f"^btv_{ULID_PATTERN}(-.*)?$"
+
+
+def run_pages(limit: int | None = Query(default=None),
+              cursor: str | None = Query(default=None, json_schema_extra={"pattern": RUN_CURSOR_PATTERN})) -> Page:
+    """The page dependency of Butler runs, keyed by run ids (``<btv id>-<trigger key>``, documented as
+    ``RUN_CURSOR_PATTERN``; else 422)."""
     if cursor and not is_id(cursor.partition("-")[0], "btv"):
         raise _cursor_refused(cursor, f"{cursor[:100]!r} is not a Butler run id (btv_...-<trigger key>)")
     return Page(limit=_clamp(limit), cursor=cursor or None)

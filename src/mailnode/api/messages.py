@@ -24,6 +24,7 @@ from sqlalchemy import select
 
 from mailnode.api.case_models import CaseAnswer, CaseDeleted, CasePage
 from mailnode.api.deps import CallerDep, CasePageDep, EventPageDep, MessagePageDep, NodeDep, id_filter, paged
+from mailnode.api.message_models import MessageAnswer, MessagePage
 from mailnode.api.models import Strict
 from mailnode.api.responses import CaseId, MailboxId, MessageId, bytes_response, errors
 from mailnode.api.send_models import DeliveryEventPage
@@ -54,7 +55,7 @@ def _readable_message(node: Any, caller: Any, message_id: MessageId) -> Any:
         return _readable(conn, caller, message_id)
 
 
-@router.get("/mailboxes/{mailbox_id}/messages")
+@router.get("/mailboxes/{mailbox_id}/messages", response_model=MessagePage)
 def list_messages(mailbox_id: MailboxId, node: NodeDep, caller: CallerDep, page: MessagePageDep) -> dict[str, Any]:
     """Messages delivered to a mailbox, newest first (metadata read)."""
     with node.read() as conn:
@@ -69,7 +70,7 @@ def list_messages(mailbox_id: MailboxId, node: NodeDep, caller: CallerDep, page:
     return paged("messages", [message_summary(r, purges.get(r.id)) for r in rows], page)
 
 
-@router.get("/messages/{message_id}")
+@router.get("/messages/{message_id}", response_model=MessageAnswer)
 def get_message(message_id: MessageId, node: NodeDep, caller: CallerDep, remote_images: bool = False) -> dict[str, Any]:
     """One message with its headers (as data), bodies and attachment list (content read).
 

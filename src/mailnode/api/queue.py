@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from mailnode import budgets
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.models import Strict
+from mailnode.api.queue_models import BulkAnswer, QueueAnswer
 from mailnode.api.responses import MailboxId
 from mailnode.mail import queue
 from mailnode.mail.queue_rules import parse_view
@@ -22,7 +24,7 @@ from mailnode.mail.queue_rules import parse_view
 router = APIRouter(prefix="/api", tags=["queue"])
 
 
-@router.get("/mailboxes/{mailbox_id}/queue")
+@router.get("/mailboxes/{mailbox_id}/queue", response_model=QueueAnswer)
 def get_queue(mailbox_id: MailboxId, node: NodeDep, caller: CallerDep, view: str | None = None,
               cursor: str | None = None, limit: int | None = None) -> dict[str, Any]:
     """One page of a view (``unassigned`` default, ``mine``, ``open``, ``closed``, ``sent``) with every view's
@@ -40,10 +42,12 @@ class BulkIn(Strict):
     """Body of ``POST /api/cases/bulk``: claim (for the caller) or close the named cases."""
 
     action: Literal["claim", "close"]
-    case_ids: list[str]
+    #: 1..``budgets.QUEUE_BULK_MAX`` cases, documented and left to ``mail.queue.bulk`` to refuse
+    #: (``E_QUEUE_BULK_EMPTY``, ``E_QUEUE_BULK_TOO_MANY``), whose codes a framework refusal would replace.
+    case_ids: list[str] = Field(json_schema_extra={"minItems": 1, "maxItems": budgets.QUEUE_BULK_MAX})
 
 
-@router.post("/cases/bulk")
+@router.post("/cases/bulk", response_model=BulkAnswer)
 def bulk_cases(body: BulkIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Claim or close each case in its own transaction: 200 ``{"outcomes": [{case_id, ok, case, error}]}``,
     where a refused case's ``error`` is its four-part refusal and the others are done."""

@@ -83,6 +83,7 @@ def test_inspect_shows_the_run_its_program_its_sends_and_redacts_mail_content(wo
     # The installing administrator holds the mailbox's relations: the facts are shown.
     assert seen["trigger_facts"]["subject"] == "Order 42" and seen["trigger_facts_redacted"] is None
     assert [(e["node_id"], e["outcome"]) for e in seen["effects"]] == [("reply", "ok"), ("propose", "ok")]
+    assert "send" not in seen["effects"][0], "only a send's effect row carries a send"
     sent = seen["effects"][1]["send"]
     assert (sent["id"], sent["state"], sent["retry"]["mode"], sent["retry"]["basis"]) == (
         send_id, "awaiting", "none", "not_yet_attempted")

@@ -180,6 +180,8 @@ def test_the_thread_shows_both_sides_a_butlers_proposal_with_its_body_and_notes(
     conv = api.get(f"/api/conversations/{parent['conversation_id']}", headers=H(installed.token)).json()["conversation"]
     kinds = [(i["kind"], (i.get("message") or i.get("send") or i.get("note"))["id"]) for i in conv["thread"]]
     assert kinds == [("message", parent["id"]), ("send", ours["id"]), ("send", proposal.id), ("note", note["id"])]
+    # Each entry carries only its own kind: no null placeholders for the other two.
+    assert all(set(i) == {"kind", "at", i["kind"]} for i in conv["thread"])
     by_id = {i["send"]["id"]: i["send"] for i in conv["thread"] if i["kind"] == "send"}
     mine, theirs = by_id[ours["id"]], by_id[proposal.id]
     assert mine["author"] == {"id": installed.user_id, "kind": "person"} and mine["body"]["text"] == "Looking into it."
