@@ -60,6 +60,8 @@ def downgrade() -> None:
     op.drop_table("send_metadata")
     op.drop_index("ix_send_tags_tag", table_name="send_tags")
     op.drop_table("send_tags")
-    with op.batch_alter_table("send_manifests", schema=None) as batch_op:
-        for name in reversed(_COLUMNS):
-            batch_op.drop_column(name)
+    # Not in batch mode: on SQLite that copies the table and drops the old one, which the foreign keys of the
+    # tables referring to send_manifests refuse. SQLite 3.35 and later (Python 3.11's is newer) and
+    # PostgreSQL drop a column in place.
+    for name in reversed(_COLUMNS):
+        op.drop_column("send_manifests", name)

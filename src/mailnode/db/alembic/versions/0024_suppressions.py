@@ -46,8 +46,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """Revert this revision."""
-    with op.batch_alter_table("send_recipients") as batch:
-        batch.drop_column("suppression_reason")
+    # In place, not in batch mode (a copy of the table would be refused by foreign keys that refer to it).
+    op.drop_column("send_recipients", "suppression_reason")
     op.drop_index("ix_suppressions_org_id", table_name="suppressions")
     op.drop_index("uq_suppressions_org_address", table_name="suppressions")
     op.drop_table("suppressions")
