@@ -98,3 +98,11 @@ def test_ids_carry_their_pattern(doc: dict[str, Any]) -> None:
 
 def test_metrics_are_documented_as_text(doc: dict[str, Any]) -> None:
     assert list(doc["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == ["text/plain"]
+
+
+def test_no_two_models_share_a_name(doc: dict[str, Any]) -> None:
+    """Two answer models of one name are renamed by the framework to their module paths
+    (``mailnode__api__x__Name``), and a generator then drops every operation that uses them: one model, one
+    name (define it once and import it)."""
+    renamed = sorted(name for name in doc["components"]["schemas"] if "__" in name)
+    assert renamed == [], "models defined twice under one name"

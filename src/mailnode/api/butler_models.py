@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import JsonDict
 
 from mailnode.api.responses import id_field
+from mailnode.api.send_models import SendRetryOffer
 
 _INSTANT: JsonDict = {"format": "date-time"}
 
@@ -302,14 +303,6 @@ class RedactedFacts(_Answer):
 
     keys: list[str]
     why: str
-
-
-class SendRetryOffer(_Answer):
-    """What a person may do with a send (``vocabulary.send_states.RetryOffer``, spec/outbound.md §1.5)."""
-
-    mode: str = Field(description="none, retry-effect or resend-may-duplicate")
-    basis: str
-    duplicate_possible: bool
 
 
 class RunEffectSend(_Answer):

@@ -74,12 +74,14 @@ class ReplayIn(Strict):
 def replay_run(run_id: str, body: ReplayIn, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """Re-run a run over its recorded facts with every judgement re-asked, and start it."""
     replay.check_mode(body.mode)
-    if not runtime.is_launched():
-        raise MailnodeError(code="E_EXECUTOR_NOT_RUNNING", what="This process runs no durable executor.",
-                            why="A re-run is a Butler run, and runs execute in the durable executor.",
-                            fix="Ask the node started with mailnode serve.", status=503)
     with node.begin() as conn:
+        # The run is found (404) and may be re-run (409) before the executor is asked for; without one the
+        # transaction rolls back and nothing is opened.
         opened = replay.open_rerun(conn, org_id=caller.org_id, principal_id=caller.principal_id, run_id=run_id,
                                    at=node.clock.now(), pot=node.settings.butler_run_pot)
+        if not runtime.is_launched():
+            raise MailnodeError(code="E_EXECUTOR_NOT_RUNNING", what="This process runs no durable executor.",
+                                why="A re-run is a Butler run, and runs execute in the durable executor.",
+                                fix="Ask the node started with mailnode serve.", status=503)
     replay.start(node, opened["run_id"])
     return {"replay": opened}

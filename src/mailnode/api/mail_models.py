@@ -83,7 +83,8 @@ class Mail(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     id: str = id_field("snd")
-    mail_class: MailClass = Field(description="realtime or deferrable as sent; a resend of one (POST /api/sends/{id}/retry) is sealed as correspondence")
+    mail_class: MailClass = Field(description="realtime or deferrable as sent; a resend of one "
+                                          "(POST /api/sends/{id}/retry) is sealed as correspondence")
     mailbox_id: str = id_field("mbx")
     from_: MailFrom = Field(alias="from")
     reply_to: list[str]
