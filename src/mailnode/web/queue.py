@@ -59,7 +59,7 @@ def _queue_page(request: Request, person: Any, mailbox_id: str | None, view_text
         boxes = queue.queue_mailboxes(conn, org_id=principal.org_id, principal_id=principal.principal_id)
         if mailbox_id is None:
             if not boxes:
-                return page(request, "queue/none.html", mailboxes=boxes, current=None)
+                return page(request, "queue/none.html", mailboxes=boxes, current=None, area="inbox")
             mailbox_id = boxes[0].id
         view = parse_view(view_text)
         results: list[dict[str, Any]] | None = None
@@ -77,7 +77,8 @@ def _queue_page(request: Request, person: Any, mailbox_id: str | None, view_text
                                        case_ids=[o.case_id for o in outcomes]) if outcomes else {}
     return page(request, "queue/queue.html", mailboxes=boxes, current=shown, views=list(View), labels=VIEW_LABELS,
                 cursor=cursor, q=q or "", results=results, search_next=search_next, filter_help=FILTER_HELP,
-                outcomes=outcomes, subjects=subjects, poll_seconds=budgets.QUEUE_POLL_SECONDS, addresses=addresses)
+                outcomes=outcomes, subjects=subjects, poll_seconds=budgets.QUEUE_POLL_SECONDS, addresses=addresses,
+                area="inbox")
 
 
 @router.get("/", response_class=HTMLResponse)

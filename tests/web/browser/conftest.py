@@ -152,6 +152,30 @@ def keys_ready(page: Any) -> None:
     page.locator("html[data-keys-ready='true']").wait_for(state="attached")
 
 
+#: The axe-core impacts a page may not have (``assert_accessible``).
+SERIOUS_IMPACTS = frozenset({"serious", "critical"})
+
+
+def assert_accessible(page: Any) -> None:
+    """Run axe-core (bundled by ``axe-playwright-python``, injected into the page, nothing fetched) on the page
+    now shown and fail with each serious or critical violation: its rule, help text and the first nodes."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    bad = [v for v in results.response["violations"] if v.get("impact") in SERIOUS_IMPACTS]
+    assert not bad, "\n".join(
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:3]]}" for v in bad)
+
+
+def shoot(page: Any, name: str) -> None:
+    """Save a full-page screenshot of the page now shown as ``<MAILNODE_SCREENSHOTS>/<name>.png`` when that
+    setting names a folder (``MAILNODE_SCREENSHOTS=docs/img`` refreshes the docs' pictures); otherwise nothing."""
+    folder = os.environ.get("MAILNODE_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
 @pytest.fixture
 def signed_in_page(new_page: Callable[[], Any], base_url: str) -> Callable[[str], Any]:
     """``signed_in_page(token)``: a new page signed in with ``token`` through the sign-in form, on ``/``."""
