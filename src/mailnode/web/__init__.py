@@ -10,12 +10,24 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from mailnode.web import composer, conversation, errors, queue, signin
+from mailnode.web import (
+    butlers,
+    composer,
+    controls,
+    conversation,
+    errors,
+    limits,
+    people,
+    queue,
+    sends,
+    signin,
+    waiting,
+)
 from mailnode.web.headers import PageSecurityHeaders
 from mailnode.web.render import STATIC
 
 #: Every web router module, included in this order (each has ``router``).
-ROUTERS = (queue, signin, conversation, composer)
+ROUTERS = (queue, signin, conversation, composer, waiting, sends, limits, controls, butlers, people)
 
 
 def install(app: FastAPI) -> None:
