@@ -752,3 +752,18 @@ WEBHOOK_TAG_FILTER_MAX = 10
 WEBHOOK_SECRET_BYTES = 32
 #: Seconds a claimed delivery stays unattempted by others (sized: the time-out above, twice, and the write).
 WEBHOOK_CLAIM_LEASE_SECONDS = 60
+
+# web: controls (issue 21)
+#: Domain pauses listed on /limits/pauses besides every one in force or asked for (sized: a screen of recent
+#: history; pauses are rare, a few a month on a busy node).
+WEB_CONTROLS_PAUSES_SHOWN = 50
+#: Legal holds per page of /limits/holds (sized: a screen; an organisation holds a handful of matters).
+WEB_CONTROLS_HOLDS_PAGE = 50
+#: Mailboxes offered in the hold form's choice (sized: the inbox switcher's order of magnitude; an
+#: organisation with more names the mailbox id in the field below the choice).
+WEB_CONTROLS_MAILBOX_CHOICES = 200
+#: Suppressions per page of /limits/suppressions (sized: a screen of addresses, as the API's default page).
+WEB_CONTROLS_SUPPRESSIONS_PAGE = 50
+#: Lines of an import's per-line result shown on the page (sized: a screen; the counts cover the rest, and the
+#: import itself is bounded by SUPPRESSION_IMPORT_MAX_ROWS).
+WEB_CONTROLS_IMPORT_LINES_SHOWN = 200

@@ -410,10 +410,13 @@ def parse_csv(data: bytes) -> list[ImportRow]:
 
 @dataclass(frozen=True)
 class ImportResult:
-    """What an import did: addresses added, and those already on the list (kept as they were)."""
+    """What an import did: addresses added, and those already on the list (kept as they were); ``lines`` says
+    it per line, ``(line, address key, outcome)`` with outcome ``added`` or the reason of the row already there
+    (the web page shows it; the API answers the counts)."""
 
     added: int
     already: int
+    lines: tuple[tuple[int, str, str], ...] = ()
 
     def to_json(self) -> dict[str, int]:
         """The API shape."""
@@ -433,7 +436,8 @@ def import_rows(conn: Connection, *, org_id: str, actor_id: str | None, rows: Se
             {"id": new_id("sup"), "org_id": org_id, "address": r.address, "reason": r.reason.value,
              "event_id": None, "send_id": None, "recipient_id": None, "added_by": actor_id, "note": r.note,
              "created_at": at} for r in fresh])
-    result = ImportResult(len(fresh), len(rows) - len(fresh))
+    lines = tuple((r.line, r.address, existing.get(r.address, "added")) for r in rows)
+    result = ImportResult(len(fresh), len(rows) - len(fresh), lines)
     audit.append(conn, org_id=org_id, at=at, action="suppression.imported", actor_id=actor_id, subject=None,
                  detail=result.to_json(), actor_kind=_kind(actor_id))
     return result
