@@ -52,8 +52,8 @@ def _rows(counts: Counts, signals: str = "dsn") -> dict[str, Any]:
     # Tripped: the oldest bounce left 1 h into a 6 h window leaves in 5 h, the earliest the rate can fall.
     (Counts(bounce_handed_over=20, bounce_n=10, bounce_oldest=NOW - timedelta(hours=1)), "bounce_rate", "tripped",
      "50 % (10 bounced of 20 observations)",
-     "at 2026-12-03 12:00 UTC at the earliest (in 5 h), when the oldest bounced row leaves the window; "
-     "the rate is read again then"),
+     ("at 2026-12-03 12:00 UTC at the earliest (in 5 h), when the oldest bounced row leaves the window; "
+      "the rate is read again then")),
     # The volume is a count: exact release when the oldest hand-over leaves the hour.
     (Counts(volume_n=3, volume_oldest=NOW - timedelta(minutes=50), limits=Limits(volume_max_recipients=2)), "volume",
      "tripped", "3 of 2 recipients handed over",
@@ -180,7 +180,8 @@ def test_an_administrator_changes_a_limit_and_a_bad_value_is_refused_with_nothin
     shown = world.api.get("/limits?changed=1").text
     assert 'id="limits-changed"' in shown and "nothing observed: 0 of 2;" in shown
     assert '<td class="value">2 <span class="badge armed">set here</span>' in shown
-    for value, code, status in (("0", "E_BREAKER_LIMIT_OUT_OF_RANGE", 422), ("ten", "E_BREAKER_LIMIT_NOT_INTEGER", 422)):
+    for value, code, status in (("0", "E_BREAKER_LIMIT_OUT_OF_RANGE", 422),
+                                ("ten", "E_BREAKER_LIMIT_NOT_INTEGER", 422)):
         bad = world.api.post("/limits/breaker-limits", data={"csrf_token": token, "bounce_min_observations": value,
                                                              "bounce_max_percent": "10"})
         assert bad.status_code == status and f'id="limits-refusal-code">{code}<' in bad.text
