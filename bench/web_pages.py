@@ -91,7 +91,7 @@ def top_up(node: Node, inst: Any, rng: random.Random) -> dict[str, str]:
         conn.execute(insert(butlers).values(id=butler_id, org_id=inst.org_id, name="bench", created_by=inst.user_id,
                                             created_at=now))
         conn.execute(insert(butler_versions).values(
-            id=version_id, org_id=inst.org_id, butler_id=butler_id, state="live", version=1, source_text="{}",
+            id=version_id, org_id=inst.org_id, butler_id=butler_id, state="published", version=1, source_text="{}",
             ast_json="{}", ast_sha256="0" * 64, source_sha256="0" * 64, price=0, created_by=inst.user_id,
             created_at=now, published_by=inst.user_id, published_at=now))
         run_rows = [{"id": f"{version_id}-{new_id('msg')}", "org_id": inst.org_id, "butler_id": butler_id,
