@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import Any, Literal
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Column, Connection, ForeignKey, Index, Integer, String, Table, Text, select, text
+from sqlalchemy import Column, Connection, ForeignKey, Index, Integer, String, Table, Text, func, select, text
 from sqlalchemy.engine import RootTransaction
 
 from mailnode import budgets
@@ -241,3 +241,54 @@ def verify(conn: Connection, org_id: str) -> VerifyResult:
             prev_hash = r.hash
             expected_seq += 1
             last_seq = r.seq
+
+
+#: The action a recorded chain check is appended under (``verify_and_record``).
+VERIFIED_ACTION = "audit.verified"
+
+
+def verify_and_record(conn: Connection, org_id: str, *, actor_id: str | None, now: datetime) -> VerifyResult:
+    """``verify`` the chain, then append its verdict as ``audit.verified`` (detail: ``checked``, ``intact``,
+    ``broken_seq``), inside the caller's write transaction, so the last verdict can be shown without walking
+    the chain again (``last_verification``). ``actor_id`` None is the installer at the data directory (the
+    CLI). The entry is appended after the walk and so is not among the ``checked`` rows."""
+    result = verify(conn, org_id)
+    append(conn, org_id=org_id, at=now, action=VERIFIED_ACTION, actor_id=actor_id, subject=org_id,
+           outcome="ok" if result.intact else "failed",
+           detail={"checked": result.checked, "intact": result.intact, "broken_seq": result.broken_seq},
+           actor_kind="installer" if actor_id is None else None)
+    return result
+
+
+@dataclass(frozen=True)
+class LastVerification:
+    """The newest recorded chain check: when (aware UTC), by whom, and its verdict."""
+
+    at: datetime
+    actor_id: str | None
+    actor_kind: str
+    checked: int
+    intact: bool
+    broken_seq: int | None
+
+
+def last_verification(conn: Connection, org_id: str) -> LastVerification | None:
+    """The newest ``audit.verified`` entry of ``org_id``, or None when the chain was never checked through
+    ``verify_and_record``. One statement (an index seek on ``ix_audit_entries_action``); walks nothing."""
+    t = audit_entries
+    row = conn.execute(select(t.c.at, t.c.actor_id, t.c.actor_kind, t.c.detail)
+                       .where(t.c.org_id == org_id, t.c.action == VERIFIED_ACTION)
+                       .order_by(t.c.at.desc(), t.c.seq.desc()).limit(1)).first()
+    if row is None:
+        return None
+    detail = json.loads(row.detail) if row.detail else {}
+    return LastVerification(at=utc(row.at), actor_id=row.actor_id, actor_kind=row.actor_kind,
+                            checked=int(detail.get("checked", 0)), intact=bool(detail.get("intact", False)),
+                            broken_seq=detail.get("broken_seq"))
+
+
+def chain_length(conn: Connection, org_id: str) -> int:
+    """How many entries ``org_id``'s chain holds (its highest ``seq``; 0 when empty). One statement, an index
+    seek on ``uq_audit_entries_org_seq``: it walks nothing and says nothing about whether the chain holds."""
+    found = conn.execute(select(func.max(audit_entries.c.seq)).where(audit_entries.c.org_id == org_id)).scalar()
+    return int(found or 0)

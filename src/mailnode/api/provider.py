@@ -14,10 +14,8 @@ from pydantic.json_schema import JsonDict
 
 from mailnode.api.deps import CallerDep, NodeDep
 from mailnode.api.responses import errors
-from mailnode.authz import is_admin
-from mailnode.errors import not_an_administrator
 from mailnode.governance import provider_io
-from mailnode.governance.provider import BreakerState, PauseKind, ProviderStatus
+from mailnode.governance.provider import BreakerState, PauseKind
 
 router = APIRouter(prefix="/api", tags=["provider"])
 
@@ -64,12 +62,6 @@ class ProviderStatusAnswer(BaseModel):
 @router.get("/provider-status", response_model=ProviderStatusAnswer, responses=errors(403))
 def provider_status(node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     """``{"providers": [...]}``: every stored transport, and the configured one even before its first answer."""
-    now = node.clock.now()
-    limits = provider_io.limits_of(node.settings)
     with node.read() as conn:
-        if not is_admin(conn, caller.org_id, caller.principal_id):
-            raise not_an_administrator("read the provider status")
-        rows = provider_io.read_all(conn)
-    if node.settings.transport not in {r.transport for r in rows}:
-        rows.append(ProviderStatus(transport=node.settings.transport))
-    return {"providers": [provider_io.to_json(r, now, limits) for r in rows]}
+        return {"providers": provider_io.status_of(conn, org_id=caller.org_id, actor_id=caller.principal_id,
+                                                   settings=node.settings, now=node.clock.now())}

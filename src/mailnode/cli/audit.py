@@ -14,12 +14,13 @@ audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
 
 @audit_app.command("verify")
 def audit_verify(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
-    """Verify the audit hash chain; exit 1 and name the first broken sequence number if it is broken."""
+    """Verify the audit hash chain and record the verdict (``audit.verified``); exit 1 and name the first
+    broken sequence number if it is broken."""
     from mailnode import audit
 
     try:
-        with org_node(data_dir) as (node, org_id), node.read() as conn:
-            result = audit.verify(conn, org_id)
+        with org_node(data_dir) as (node, org_id), node.begin() as conn:
+            result = audit.verify_and_record(conn, org_id, actor_id=None, now=node.clock.now())
     except MailnodeError as exc:
         fail(exc)
         return

@@ -31,7 +31,9 @@ from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from ulid import ULID
 
+from mailnode.authz import is_admin
 from mailnode.config import Settings
+from mailnode.errors import not_an_administrator
 from mailnode.governance.provider import (
     Decision,
     PauseKind,
@@ -240,3 +242,18 @@ def to_json(status: ProviderStatus, now: datetime, limits: ProviderLimits) -> di
         "ceilings": {"realtime": limits.realtime_ceiling, "correspondence": limits.correspondence_ceiling,
                      "deferrable": limits.daily_limit},
     }
+
+
+def status_of(conn: Connection, *, org_id: str, actor_id: str, settings: Settings, now: datetime
+              ) -> list[dict[str, Any]]:
+    """Every stored transport's breaker (``to_json``) and the configured one even before its first answer;
+    what ``GET /api/provider-status`` and the Limits and health page show. Administrators only: raises
+    ``E_NOT_AN_ADMINISTRATOR`` (403) otherwise (operational posture is default-denied, seed 002), and
+    ``E_PROVIDER_LIMITS_INCOHERENT`` (422) when the settings' ceilings are out of order."""
+    limits = limits_of(settings)
+    if not is_admin(conn, org_id, actor_id):
+        raise not_an_administrator("read the provider status")
+    rows = read_all(conn)
+    if settings.transport not in {r.transport for r in rows}:
+        rows.append(ProviderStatus(transport=settings.transport))
+    return [to_json(r, now, limits) for r in rows]
