@@ -65,8 +65,9 @@ def test_the_list_shows_each_butler_with_its_live_version_last_runs_and_spend(wo
     words = text_of(r.text)
     assert "acknowledge" in words and "Live: version 1" in words
     assert f'href="/butlers/runs/{run_id}"' in r.text and "awaiting_release" in words
-    # The parked run states no spend yet (a run's spend is counted when it closes): never a made-up 0.
-    assert "no spend stated" in words or "statements" in words
+    # The spend is the runs' own figure, or says there is none: never a made-up 0.
+    spent = next(r.statements_spent for r in world.runs() if r.id == run_id)
+    assert (f"{spent} statements" if spent is not None else "no spend stated") in words
     assert 'aria-current="page"' in r.text and 'id="nav-butlers"' in r.text
 
 
@@ -194,7 +195,7 @@ def test_a_runs_page_shows_its_effects_costs_and_the_offers_made(world: World) -
     assert "awaiting_release" in words and "mail.send.propose" in words
     assert re.search(r'<tr class="effect effect-ok" data-node="propose">', r.text)
     assert "No retry offered: not_yet_attempted" in words  # a send awaiting release has nothing to retry
-    assert "No re-run is offered" not in words or "rerun" in r.text
+    assert 'id="rerun"' in r.text and "No re-run is offered" not in words  # published, not paused, facts kept
     r = world.api.get("/butlers/runs/bru_nosuchrun")
     assert r.status_code == 404 and "E_NO_SUCH_BUTLER_RUN" in r.text
 
