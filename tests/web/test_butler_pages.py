@@ -24,8 +24,14 @@ from tests.web.conftest import csrf_of, sign_in
 POT = 1000
 
 
+@pytest.fixture
+def w(world: World) -> World:  # noqa: F811  (the imported fixture, requested by name)
+    """The installed organisation with DBOS running (``tests.butler.runs``' world)."""
+    return world
+
+
 def signed_in(w: World, token: str | None = None) -> Any:
-    """The world's client signed in (as the administrator unless ``token``); the first page's response."""
+    """The w's client signed in (as the administrator unless ``token``); the first page's response."""
     r = sign_in(w.api, token or w.installed.token)
     assert r.status_code == 200, r.text
     return r
@@ -55,161 +61,162 @@ def post(w: World, url: str, page_url: str, **data: Any) -> Any:
 
 # --- the list and a Butler's page --------------------------------------------------------------------------
 
-def test_the_list_shows_each_butler_with_its_live_version_last_runs_and_spend(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    world.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
-    run_id = parked_run(world, bid)
-    signed_in(world)
-    r = world.api.get("/butlers")
+def test_the_list_shows_each_butler_with_its_live_version_last_runs_and_spend(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    w.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
+    run_id = parked_run(w, bid)
+    signed_in(w)
+    r = w.api.get("/butlers")
     assert r.status_code == 200
     words = text_of(r.text)
     assert "acknowledge" in words and "Live: version 1" in words
     assert f'href="/butlers/runs/{run_id}"' in r.text and "awaiting_release" in words
     # The spend is the runs' own figure, or says there is none: never a made-up 0.
-    spent = next(r.statements_spent for r in world.runs() if r.id == run_id)
+    spent = next(r.statements_spent for r in w.runs() if r.id == run_id)
     assert (f"{spent} statements" if spent is not None else "no spend stated") in words
     assert 'aria-current="page"' in r.text and 'id="nav-butlers"' in r.text
 
 
-def test_someone_who_is_not_an_administrator_is_refused_with_the_apis_error(world: World) -> None:
-    world.publish(ack_program(), name="acknowledge")
-    h = person(world, "clerk@example.test", ("mailbox.content.read", world.installed.mailbox_id))
-    signed_in(world, h["Authorization"].removeprefix("Bearer "))
-    r = world.api.get("/butlers")
+def test_someone_who_is_not_an_administrator_is_refused_with_the_apis_error(w: World) -> None:
+    w.publish(ack_program(), name="acknowledge")
+    h = person(w, "clerk@example.test", ("mailbox.content.read", w.installed.mailbox_id))
+    signed_in(w, h["Authorization"].removeprefix("Bearer "))
+    r = w.api.get("/butlers")
     assert r.status_code == 404
     assert "E_NO_SUCH_BUTLER" in r.text and "Butlers are administered by administrators; ask one." in r.text
     assert "acknowledge" not in r.text
 
 
-def test_disable_needs_a_reason_then_disables_and_enable_undoes_it(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    signed_in(world)
+def test_disable_needs_a_reason_then_disables_and_enable_undoes_it(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    signed_in(w)
     page_url = f"/butlers/{bid}"
-    r = post(world, f"/butlers/{bid}/disable", page_url, reason="  ")
+    r = post(w, f"/butlers/{bid}/disable", page_url, reason="  ")
     assert r.status_code == 422 and "E_BUTLER_DISABLE_REASON_REQUIRED" in r.text
     assert "Disabling a Butler needs a reason." in text_of(r.text)
-    r = post(world, f"/butlers/{bid}/disable", page_url, reason="answers the wrong mailbox")
+    r = post(w, f"/butlers/{bid}/disable", page_url, reason="answers the wrong mailbox")
     assert r.status_code == 200 and 'id="done"' in r.text
     words = text_of(r.text)
     assert "Disabled: no new runs until an administrator enables it — answers the wrong mailbox" in words
-    r = post(world, f"/butlers/{bid}/enable", page_url)
+    r = post(w, f"/butlers/{bid}/enable", page_url)
     assert r.status_code == 200 and "Enabled: deliveries open its runs again." in text_of(r.text)
     assert 'id="disable-reason"' in r.text
-    r = post(world, f"/butlers/{bid}/enable", page_url)
+    r = post(w, f"/butlers/{bid}/enable", page_url)
     assert r.status_code == 409 and "E_BUTLER_NOT_DISABLED" in r.text
 
 
-def test_a_pause_the_node_placed_is_resumed_with_a_reason_only(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    with world.node.begin() as conn:
-        pid = pause.place(conn, org_id=world.installed.org_id, butler_id=bid, name="acknowledge",
-                          figure=pause.reading(5, [bid]), message_id="msg_x", at=world.node.clock.now())
-    signed_in(world)
+def test_a_pause_the_node_placed_is_resumed_with_a_reason_only(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    with w.node.begin() as conn:
+        pid = pause.place(conn, org_id=w.installed.org_id, butler_id=bid, name="acknowledge",
+                          figure=pause.reading(5, [bid]), message_id="msg_x", at=w.node.clock.now())
+    signed_in(w)
     page_url = f"/butlers/{bid}"
-    shown = text_of(world.api.get(page_url).text)
+    shown = text_of(w.api.get(page_url).text)
     assert "Paused by the node" in shown and "loop_detected" in shown and "E_BUTLER_LOOP" in shown
-    r = post(world, f"/butlers/{bid}/pauses/{pid}/resume", page_url, reason="")
+    r = post(w, f"/butlers/{bid}/pauses/{pid}/resume", page_url, reason="")
     assert r.status_code == 422 and "E_BUTLER_PAUSE_REASON_REQUIRED" in r.text
-    r = post(world, f"/butlers/{bid}/pauses/{pid}/resume", page_url, reason="the loop was a test")
+    r = post(w, f"/butlers/{bid}/pauses/{pid}/resume", page_url, reason="the loop was a test")
     assert r.status_code == 200
     words = text_of(r.text)
     assert "Resumed: the node's pause is lifted" in words and "the loop was a test" in words
     assert 'id="pause-in-force"' not in r.text
 
 
-def test_a_post_without_the_csrf_token_is_refused(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    signed_in(world)
-    r = world.api.post(f"/butlers/{bid}/disable", data={"reason": "x"})
+def test_a_post_without_the_csrf_token_is_refused(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    signed_in(w)
+    r = w.api.post(f"/butlers/{bid}/disable", data={"reason": "x"})
     assert r.status_code == 403 and "E_CSRF_INVALID" in r.text
 
 
 # --- the editor -------------------------------------------------------------------------------------------
 
-def test_the_checker_puts_a_finding_beside_the_node_it_concerns(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    signed_in(world)
+def test_the_checker_puts_a_finding_beside_the_node_it_concerns(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    signed_in(w)
     doc = ack_program()
     doc["nodes"][1]["next"] = "nowhere"  # the draft node "reply" points at no node
     source = json.dumps(doc, indent=2)
-    token = csrf_of(world.api.get(f"/butlers/{bid}/edit").text)
-    r = world.api.post(f"/butlers/{bid}/check", data={"source": source}, headers={"X-CSRF-Token": token})
+    token = csrf_of(w.api.get(f"/butlers/{bid}/edit").text)
+    r = w.api.post(f"/butlers/{bid}/check", data={"source": source}, headers={"X-CSRF-Token": token})
     assert r.status_code == 200
     body = r.json()
     assert body["ok"] is False
     assert [(f["code"], f["node"]) for f in body["findings"]] == [("E_BUTLER_EDGE_DANGLING", "reply")]
-    row = re.search(r'<li class="outline-node has-findings" data-node="reply">(.*?)</li>\s*</ul>', body["html"], re.S)
+    row = re.search(r'<li class="outline-node has-findings" data-node="reply">(.*?)</li>\s*</ul>', body["html"],
+                    re.DOTALL)
     assert row and "E_BUTLER_EDGE_DANGLING" in row.group(1) and f"line {node_line(source, 'reply')}" in row.group(1)
     assert 'data-node="propose">' in body["html"]  # the other nodes are listed, without findings
     assert "No price" in body["html"]
 
 
-def test_a_draft_that_does_not_check_is_refused_and_the_text_stays(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    signed_in(world)
-    r = post(world, f"/butlers/{bid}/draft", f"/butlers/{bid}/edit", source='{"nodes": [}')
+def test_a_draft_that_does_not_check_is_refused_and_the_text_stays(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    signed_in(w)
+    r = post(w, f"/butlers/{bid}/draft", f"/butlers/{bid}/edit", source='{"nodes": [}')
     assert r.status_code == 422 and "E_BUTLER_DOES_NOT_CHECK" in r.text
     assert "{&#34;nodes&#34;: [}</textarea>" in r.text
     assert "E_BUTLER_SOURCE_NOT_JSON" in r.text
 
 
-def test_save_dry_run_diff_and_publish(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    world.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
-    run_id = parked_run(world, bid)
-    signed_in(world)
+def test_save_dry_run_diff_and_publish(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    w.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
+    run_id = parked_run(w, bid)
+    signed_in(w)
     edit = f"/butlers/{bid}/edit"
     doc = ack_program()
     doc["nodes"][1]["body"] = "Thank you. We answer within two working days."
-    r = post(world, f"/butlers/{bid}/draft", edit, source=json.dumps(doc))
+    r = post(w, f"/butlers/{bid}/draft", edit, source=json.dumps(doc))
     assert r.status_code == 200 and "Draft saved." in r.text
     assert "It checks: no findings." in text_of(r.text) and "it fits" in text_of(r.text)
-    diff = re.search(r'<pre class="diff" id="diff">(.*?)</pre>', r.text, re.S)
+    diff = re.search(r'<pre class="diff" id="diff">(.*?)</pre>', r.text, re.DOTALL)
     assert diff is not None
     assert "-" in diff.group(1) and "two working days" in unescape(diff.group(1))
     assert re.search(r'class="del">-.*one working day', unescape(diff.group(1)))
 
-    r = post(world, f"/butlers/{bid}/dry-run", edit, run_id=run_id)
+    r = post(w, f"/butlers/{bid}/dry-run", edit, run_id=run_id)
     assert r.status_code == 200
     nodes = re.findall(r'<tr data-node="([^"]+)">', r.text)
     assert nodes == ["may_reply", "reply", "propose"]
     assert "would end finished" in text_of(r.text)
 
-    r = post(world, f"/butlers/{bid}/publish", edit)
+    r = post(w, f"/butlers/{bid}/publish", edit)
     assert r.status_code == 200 and "Published: the draft is now the live version." in r.text
     assert "Live: version 2" in text_of(r.text)
-    r = post(world, f"/butlers/{bid}/publish", f"/butlers/{bid}")
+    r = post(w, f"/butlers/{bid}/publish", f"/butlers/{bid}")
     assert r.status_code == 409 and "E_BUTLER_NO_DRAFT" in r.text
 
 
 # --- a run's page -----------------------------------------------------------------------------------------
 
-def test_a_runs_page_shows_its_effects_costs_and_the_offers_made(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    world.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
-    run_id = parked_run(world, bid)
-    signed_in(world)
-    r = world.api.get(f"/butlers/runs/{run_id}")
+def test_a_runs_page_shows_its_effects_costs_and_the_offers_made(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    w.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
+    run_id = parked_run(w, bid)
+    signed_in(w)
+    r = w.api.get(f"/butlers/runs/{run_id}")
     assert r.status_code == 200
     words = text_of(r.text)
     assert "awaiting_release" in words and "mail.send.propose" in words
     assert re.search(r'<tr class="effect effect-ok" data-node="propose">', r.text)
     assert "No retry offered: not_yet_attempted" in words  # a send awaiting release has nothing to retry
     assert 'id="rerun"' in r.text and "No re-run is offered" not in words  # published, not paused, facts kept
-    r = world.api.get("/butlers/runs/bru_nosuchrun")
+    r = w.api.get("/butlers/runs/bru_nosuchrun")
     assert r.status_code == 404 and "E_NO_SUCH_BUTLER_RUN" in r.text
 
 
-def test_retry_with_an_unknown_mode_is_the_apis_refusal(world: World) -> None:
-    bid, _ = world.publish(ack_program(), name="acknowledge")
-    world.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
-    run_id = parked_run(world, bid)
-    signed_in(world)
+def test_retry_with_an_unknown_mode_is_the_apis_refusal(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    w.grant(bid, "send.propose", "mailbox.content.read", "mailbox.metadata.read")
+    run_id = parked_run(w, bid)
+    signed_in(w)
     page_url = f"/butlers/runs/{run_id}"
-    send_id = world.effects(run_id)[-1].subject
-    r = post(world, f"/butlers/runs/{run_id}/sends/{send_id}/retry", page_url, mode="again")
+    send_id = w.effects(run_id)[-1].subject
+    r = post(w, f"/butlers/runs/{run_id}/sends/{send_id}/retry", page_url, mode="again")
     assert r.status_code == 422 and "E_RETRY_MODE_UNKNOWN" in r.text
-    r = post(world, f"/butlers/runs/{run_id}/sends/{send_id}/retry", page_url, mode="retry-effect")
+    r = post(w, f"/butlers/runs/{run_id}/sends/{send_id}/retry", page_url, mode="retry-effect")
     assert r.status_code == 409 and "E_RETRY_NOT_PROVEN" in r.text
 
 
