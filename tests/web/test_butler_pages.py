@@ -98,7 +98,7 @@ def test_disable_needs_a_reason_then_disables_and_enable_undoes_it(w: World) -> 
     assert r.status_code == 200 and 'id="done"' in r.text
     words = text_of(r.text)
     assert "Disabled: no new runs until an administrator enables it — answers the wrong mailbox" in words
-    r = post(w, f"/butlers/{bid}/enable", page_url)
+    r = post(w, f"/butlers/{bid}/enable", page_url, reason="moved to the right mailbox")
     assert r.status_code == 200 and "Enabled: deliveries open its runs again." in text_of(r.text)
     assert 'id="disable-reason"' in r.text
     r = post(w, f"/butlers/{bid}/enable", page_url)

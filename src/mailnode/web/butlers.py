@@ -4,7 +4,7 @@
 ``GET /api/butlers``) with their state in words (``web.butler_view.state_words``), their last runs and what those
 spent (``record.list_runs``, as ``GET /api/butler-runs?butler_id=``). ``GET /butlers/{id}`` shows one
 (``lifecycle.get_butler``): live version, draft, version history, recent runs and its pauses
-(``pause.list_pauses``). ``POST /butlers/{id}/disable {reason}`` and ``POST /butlers/{id}/enable`` are
+(``pause.list_pauses``). ``POST /butlers/{id}/disable {reason}`` and ``POST /butlers/{id}/enable {reason?}`` are
 ``lifecycle.disable`` / ``lifecycle.enable`` (the API's ``/api/butlers/{id}/disable|enable``);
 ``POST /butlers/{id}/pauses/{pause_id}/resume {reason}`` is ``pause.resume`` (``/api/butler-pauses/{id}/resume``).
 There is no form that places a pause: seed 003 gives that act to the node alone; a person stops a Butler by
@@ -110,11 +110,12 @@ def disable(request: Request, butler_id: str, person: PersonDep, _csrf: CsrfDep,
 
 
 @router.post("/butlers/{butler_id}/enable", response_class=HTMLResponse)
-def enable(request: Request, butler_id: str, person: PersonDep, _csrf: CsrfDep) -> HTMLResponse:
-    """Enable a disabled Butler (``lifecycle.enable``); a pause in force stays in force."""
+def enable(request: Request, butler_id: str, person: PersonDep, _csrf: CsrfDep,
+           reason: Annotated[str, Form()] = "") -> HTMLResponse:
+    """Enable a disabled Butler with an optional reason (``lifecycle.enable``); a pause in force stays in force."""
     p = person.principal
     return _act(request, person, butler_id, "enabled", lambda conn, node: lifecycle.enable(
-        conn, org_id=p.org_id, actor_id=p.principal_id, at=node.clock.now(), butler_id=butler_id))
+        conn, org_id=p.org_id, actor_id=p.principal_id, at=node.clock.now(), butler_id=butler_id, reason=reason))
 
 
 @router.post("/butlers/{butler_id}/pauses/{pause_id}/resume", response_class=HTMLResponse)
