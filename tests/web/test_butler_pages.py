@@ -283,3 +283,15 @@ def test_the_diff_is_of_canonical_documents() -> None:
     assert [d for d in diff if d.startswith(("+ ", "- ", "+\t", "-\t")) or (d[:1] in "+-" and d[1:2] == " ")]
     assert any(d.startswith("+") and "quiet now" in d for d in diff)
     assert all(d.startswith("+") for d in document_diff(None, json.dumps(doc), POT)[2:] if not d.startswith("@@"))
+
+
+def test_the_editor_and_its_checker_refuse_someone_who_is_not_an_administrator(w: World) -> None:
+    bid, _ = w.publish(ack_program(), name="acknowledge")
+    h = person(w, "clerk@example.test", ("mailbox.content.read", w.installed.mailbox_id))
+    home = signed_in(w, h["Authorization"].removeprefix("Bearer "))
+    r = w.api.get(f"/butlers/{bid}/edit")
+    assert r.status_code == 404 and "E_NO_SUCH_BUTLER" in r.text and "acknowledge" not in r.text
+    r = w.api.post(f"/butlers/{bid}/check", data={"source": "{}"}, headers={"X-CSRF-Token": csrf_of(home.text)})
+    assert r.status_code == 404 and r.json()["error"] == "E_NO_SUCH_BUTLER" and "html" not in r.json()
+    r = w.api.post(f"/butlers/{bid}/publish", data={"csrf_token": csrf_of(home.text)})
+    assert r.status_code == 403 and "E_NOT_AN_ADMINISTRATOR" in r.text

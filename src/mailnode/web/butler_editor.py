@@ -103,7 +103,11 @@ def save_draft(request: Request, butler_id: str, person: PersonDep, _csrf: CsrfD
             lifecycle.save_draft(conn, org_id=p.org_id, actor_id=p.principal_id, at=node.clock.now(),
                                  butler_id=butler_id, source=source, pot=node.settings.butler_run_pot)
     except MailnodeError as err:
-        return editor_page(request, person, butler_id, source=source, refusal=err)
+        try:
+            return editor_page(request, person, butler_id, source=source, refusal=err)
+        except MailnodeError:
+            # Someone who may not even read the page gets the action's own refusal, on its own.
+            raise err from None
     return RedirectResponse(f"/butlers/{butler_id}/edit?done=saved", status_code=303)  # type: ignore[return-value]
 
 
@@ -119,7 +123,11 @@ def dry_run(request: Request, butler_id: str, person: PersonDep, _csrf: CsrfDep,
                                                    butler_id=butler_id, run_id=run_id,
                                                    pot=node.settings.butler_run_pot))
     except MailnodeError as err:
-        return editor_page(request, person, butler_id, refusal=err, picked=run_id)
+        try:
+            return editor_page(request, person, butler_id, refusal=err, picked=run_id)
+        except MailnodeError:
+            # Someone who may not even read the page gets the action's own refusal, on its own.
+            raise err from None
     return editor_page(request, person, butler_id, report=report, picked=run_id)
 
 
@@ -133,5 +141,9 @@ def publish(request: Request, butler_id: str, person: PersonDep, _csrf: CsrfDep)
             lifecycle.publish(conn, org_id=p.org_id, actor_id=p.principal_id, at=node.clock.now(),
                               butler_id=butler_id, pot=node.settings.butler_run_pot)
     except MailnodeError as err:
-        return editor_page(request, person, butler_id, refusal=err)
+        try:
+            return editor_page(request, person, butler_id, refusal=err)
+        except MailnodeError:
+            # Someone who may not even read the page gets the action's own refusal, on its own.
+            raise err from None
     return RedirectResponse(f"/butlers/{butler_id}?done=published", status_code=303)  # type: ignore[return-value]

@@ -70,7 +70,11 @@ def rerun(request: Request, run_id: str, person: PersonDep, _csrf: CsrfDep) -> H
                                     why="A re-run is a Butler run, and runs execute in the durable executor.",
                                     fix="Ask the node started with mailnode serve.", status=503)
     except MailnodeError as err:
-        return run_page(request, person, run_id, refusal=err)
+        try:
+            return run_page(request, person, run_id, refusal=err)
+        except MailnodeError:
+            # Someone who may not even read the page gets the action's own refusal, on its own.
+            raise err from None
     replay.start(node, opened["run_id"])
     return RedirectResponse(f"/butlers/runs/{opened['run_id']}?done=rerun", status_code=303)  # type: ignore[return-value]
 
@@ -94,5 +98,9 @@ def retry_send(request: Request, run_id: str, send_id: str, person: PersonDep, _
                                                 reason=reason, accept_duplicate_risk=accept_duplicate_risk)
             submit.wake_at(node, sealed.id, sealed.release_at)
     except MailnodeError as err:
-        return run_page(request, person, run_id, refusal=err)
+        try:
+            return run_page(request, person, run_id, refusal=err)
+        except MailnodeError:
+            # Someone who may not even read the page gets the action's own refusal, on its own.
+            raise err from None
     return RedirectResponse(f"/butlers/runs/{run_id}?done={checked}", status_code=303)  # type: ignore[return-value]

@@ -96,7 +96,11 @@ def _act(request: Request, person: WebPerson, butler_id: str, done: str, action:
         with node.begin() as conn:
             action(conn, node)
     except MailnodeError as err:
-        return detail_page(request, person, butler_id, refusal=err)
+        try:
+            return detail_page(request, person, butler_id, refusal=err)
+        except MailnodeError:
+            # Someone who may not even read the page gets the action's own refusal, on its own.
+            raise err from None
     return RedirectResponse(f"/butlers/{butler_id}?done={done}", status_code=303)  # type: ignore[return-value]
 
 
