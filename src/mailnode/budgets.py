@@ -767,3 +767,17 @@ WEB_CONTROLS_SUPPRESSIONS_PAGE = 50
 #: Lines of an import's per-line result shown on the page (sized: a screen; the counts cover the rest, and the
 #: import itself is bounded by SUPPRESSION_IMPORT_MAX_ROWS).
 WEB_CONTROLS_IMPORT_LINES_SHOWN = 200
+
+# web: butlers (issue 21)
+#: Butlers on one page of ``/butlers`` (sized: an organisation runs a handful; 100 keeps the page one screen
+#: of rows and one statement per Butler for its last runs within the page budget of docs/performance.md).
+WEB_BUTLERS_PER_PAGE = 100
+#: Last runs shown per Butler on ``/butlers`` and summed for its spend (sized: enough to see a trend at a glance).
+WEB_BUTLER_LAST_RUNS = 5
+#: Recent runs on a Butler's page, and runs offered to a dry run in the editor (sized: one screen).
+WEB_BUTLER_RECENT_RUNS = 20
+#: Lines of context around each change in the publication diff (difflib's and git's default).
+WEB_BUTLER_DIFF_CONTEXT_LINES = 3
+#: Milliseconds the editor waits after the last keystroke before asking the checker (sized: the usual 300-500 ms
+#: typing pause; a check of the largest allowed source takes a few ms on the server).
+WEB_BUTLER_CHECK_DEBOUNCE_MS = 400

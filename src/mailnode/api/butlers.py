@@ -4,10 +4,10 @@
 ``PUT /api/butlers/{id}/draft {source}`` replaces the draft; ``POST /api/butlers/{id}/publish`` publishes
 it; ``GET /api/butlers`` lists Butlers by name without sources; ``GET /api/butlers/{id}`` shows one with
 its draft and live sources and the history of its versions. ``POST /api/butlers/{id}/disable {reason}``
-and ``POST /api/butlers/{id}/enable`` switch its new runs off and on (``lifecycle.disable``). ``source`` is the
-program's JSON text as a string, stored exactly as sent (its digest is ``source_sha256``). Writes by a non-administrator
-answer 403 ``E_NOT_AN_ADMINISTRATOR``; reads answer 404 ``E_NO_SUCH_BUTLER``. The codes are
-``mailnode.butler.lifecycle``'s.
+and ``POST /api/butlers/{id}/enable {reason?}`` switch its new runs off and on (``lifecycle.disable``).
+``source`` is the program's JSON text as a string, stored exactly as sent (its digest is
+``source_sha256``). Writes by a non-administrator answer 403 ``E_NOT_AN_ADMINISTRATOR``; reads answer 404
+``E_NO_SUCH_BUTLER``. The codes are ``mailnode.butler.lifecycle``'s.
 
 ``POST /api/butlers/{id}/simulate {"run_id"}`` (administrators): the dry run, ``{"simulation": ...}``
 (``mailnode.butler.simulate``): the draft, or the live version when there is no draft, walked over the
@@ -100,12 +100,19 @@ def disable(butler_id: ButlerId, body: DisableIn, node: NodeDep, caller: CallerD
                                             at=node.clock.now(), butler_id=butler_id, reason=body.reason)}
 
 
+class EnableIn(Strict):
+    """``{"reason"}``: why the Butler may answer mail again (optional; the body itself may be omitted)."""
+
+    reason: str = ""
+
+
 @router.post("/{butler_id}/enable", response_model=ButlerAnswer, responses=errors(403, 409))
-def enable(butler_id: ButlerId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
-    """Enable a disabled Butler: deliveries open its runs again: ``{"butler": {...}}``."""
+def enable(butler_id: ButlerId, node: NodeDep, caller: CallerDep, body: EnableIn | None = None) -> dict[str, Any]:
+    """Enable a disabled Butler (deliveries open its runs again), auditing the reason if any: ``{"butler": {...}}``."""
     with node.begin() as conn:
         return {"butler": lifecycle.enable(conn, org_id=caller.org_id, actor_id=caller.principal_id,
-                                           at=node.clock.now(), butler_id=butler_id)}
+                                           at=node.clock.now(), butler_id=butler_id,
+                                           reason=body.reason if body is not None else "")}
 
 
 class SimulateIn(Strict):

@@ -264,12 +264,20 @@ def disable(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butle
     return butler_json(conn, _butler_row(conn, org_id, butler_id))
 
 
-def enable(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str) -> dict[str, Any]:
-    """Enable a disabled Butler: deliveries open its runs again. Audited ``butler.enabled`` (with the reason it
-    was disabled for). Returns ``butler_json``. Raises ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_NO_SUCH_BUTLER``
-    (404), ``E_BUTLER_NOT_DISABLED`` (409). A pause in force stays in force (resume it on its own route)."""
+def enable(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler_id: str,
+           reason: str = "") -> dict[str, Any]:
+    """Enable a disabled Butler: deliveries open its runs again. Audited ``butler.enabled`` with the reason it
+    was disabled for and ``reason``, why it may answer mail again (optional, as on a domain lift: the disable
+    already recorded a person's why; blank is recorded as null). Returns ``butler_json``. Raises
+    ``E_NOT_AN_ADMINISTRATOR`` (403), ``E_NO_SUCH_BUTLER`` (404), ``E_BUDGET_EXCEEDED`` (422,
+    ``BUTLER_DISABLE_REASON_MAX_CHARS``), ``E_BUTLER_NOT_DISABLED`` (409). A pause in force stays in force
+    (resume it on its own route)."""
     require_admin(conn, org_id, actor_id, "enable a Butler")
     row = _butler_row(conn, org_id, butler_id)
+    clean = (reason or "").strip()
+    if len(clean) > budgets.BUTLER_DISABLE_REASON_MAX_CHARS:
+        raise limit_exceeded("E_BUDGET_EXCEEDED", "BUTLER_DISABLE_REASON_MAX_CHARS",
+                             budgets.BUTLER_DISABLE_REASON_MAX_CHARS, len(clean), "Say it in fewer words.")
     done = conn.execute(update(butlers).where(butlers.c.id == butler_id, butlers.c.disabled_at.is_not(None))
                         .values(disabled_at=None, disabled_by=None, disabled_reason=None))
     if done.rowcount != 1:
@@ -277,7 +285,7 @@ def enable(conn: Connection, *, org_id: str, actor_id: str, at: datetime, butler
                        f"Read it with GET /api/butlers/{butler_id}.", butler_id=butler_id)
     audit.append(conn, org_id=org_id, at=at, action="butler.enabled", actor_id=actor_id, subject=butler_id,
                  detail={"name": row.name, "was_disabled_at": row.disabled_at.isoformat() if row.disabled_at else None,
-                         "was_disabled_for": row.disabled_reason})
+                         "was_disabled_for": row.disabled_reason, "reason": clean or None})
     return butler_json(conn, _butler_row(conn, org_id, butler_id))
 
 
