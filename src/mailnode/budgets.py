@@ -752,3 +752,9 @@ WEBHOOK_TAG_FILTER_MAX = 10
 WEBHOOK_SECRET_BYTES = 32
 #: Seconds a claimed delivery stays unattempted by others (sized: the time-out above, twice, and the write).
 WEBHOOK_CLAIM_LEASE_SECONDS = 60
+
+# web: people (issue 21)
+#: People, teams and mailboxes the People and access pages read at most, each (sized: one page of the API's
+#: LIST_LIMIT_MAX; a matrix longer than that is read through the API's filters, and past it the page says
+#: that the rest are not shown).
+WEB_PEOPLE_ROWS_MAX = 500
