@@ -14,8 +14,7 @@ from mailnode.schema.mail import mailboxes
 from tests.conftest import bearer
 from tests.support.resend_emulator import ResendEmulator
 from tests.web.conftest import csrf_of, sign_in
-from tests.web.test_signin_code import _last_code, ask_code, type_code
-from tests.web.test_signin_code import clock, emulator, settings, verified  # noqa: F401  (fixtures)
+from tests.web.test_signin_code import _last_code, ask_code, clock, emulator, settings, type_code, verified  # noqa: F401  (fixtures)
 
 HOME = "alex.home@remote.test"
 

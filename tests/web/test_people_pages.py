@@ -60,7 +60,7 @@ def test_the_directory_lists_people_and_teams_and_an_administrator_adds_each(wor
     team_id = re.search(r'id="team-(tm_[^"]+)"', r.text).group(1)  # type: ignore[union-attr]
     nina = re.search(r'id="user-(usr_[^"]+)"><td>Nina', r.text).group(1)  # type: ignore[union-attr]
     r = post(world, f"/people/teams/{team_id}/members", "/people", user_id=nina)
-    members = re.search(rf'id="team-{team_id}".*?</article>', r.text, re.S).group(0)  # type: ignore[union-attr]
+    members = re.search(rf'id="team-{team_id}".*?</article>', r.text, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert "Nina Kowalski &lt;Nina@example.test&gt;" in members
     assert world.api.get("/api/teams", headers=world.admin).json()["teams"][0]["members"] == [nina]
     r = post(world, f"/people/teams/{team_id}/members/{nina}/remove", "/people")
@@ -119,7 +119,7 @@ def test_a_grant_given_in_the_matrix_shows_the_mailbox_on_the_grantees_next_page
     r = post(world, "/people/access/grant", "/people/access", subject_id=uid, relation="mailbox.content.read",
              object_id=mbx)
     assert r.status_code == 200 and r.url.path == "/people/access"
-    cell = re.search(rf'id="cell-{uid}-{mbx}".*?</td>', r.text, re.S).group(0)  # type: ignore[union-attr]
+    cell = re.search(rf'id="cell-{uid}-{mbx}".*?</td>', r.text, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert "<code>mailbox.content.read</code>" in cell and "directly" in cell and "Revoke" in cell
     # The grantee, in their own browser, sees the mailbox on their next page.
     olga = TestClient(world.api.app)
@@ -130,7 +130,7 @@ def test_a_grant_given_in_the_matrix_shows_the_mailbox_on_the_grantees_next_page
     grant_id = re.search(r'action="/people/access/(rt_[^"]+)/revoke"', cell).group(1)  # type: ignore[union-attr]
     r = post(world, f"/people/access/{grant_id}/revoke", "/people/access")
     assert r.status_code == 200 and "mailbox.content.read" not in re.search(
-        rf'id="cell-{uid}-{mbx}".*?</td>', r.text, re.S).group(0).split("<form")[0]  # type: ignore[union-attr]
+        rf'id="cell-{uid}-{mbx}".*?</td>', r.text, re.DOTALL).group(0).split("<form")[0]  # type: ignore[union-attr]
     assert 'id="no-mailbox"' in olga.get("/").text
 
 
@@ -143,10 +143,10 @@ def test_a_grant_through_a_team_is_shown_on_the_members_row_with_the_team(world:
                    headers=world.admin)
     signed_in(world)
     page = world.api.get("/people/access")
-    member = re.search(rf'id="cell-{uid}-{mbx}".*?</td>', page.text, re.S).group(0)  # type: ignore[union-attr]
+    member = re.search(rf'id="cell-{uid}-{mbx}".*?</td>', page.text, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert "<code>send.propose</code>" in member and "through the team night shift" in member
     assert "/revoke" not in member  # revoked on the team's row
-    on_team = re.search(rf'id="cell-{team}-{mbx}".*?</td>', page.text, re.S).group(0)  # type: ignore[union-attr]
+    on_team = re.search(rf'id="cell-{team}-{mbx}".*?</td>', page.text, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert "<code>send.propose</code>" in on_team and "directly" in on_team and "/revoke" in on_team
 
 
@@ -161,7 +161,7 @@ def test_the_matrix_says_where_an_administrator_may_not_read_a_mailbox(world: Wo
     assert f'id="noread-{admin}-{world.installed.mailbox_id}"' not in page.text  # init let them read Support
     assert 'id="no-mail-note"' in page.text and "legal@example.test" in page.text
     me = world.api.get("/people/me")
-    legal_item = re.search(rf'id="box-{legal}".*?</li>', me.text, re.S).group(0)  # type: ignore[union-attr]
+    legal_item = re.search(rf'id="box-{legal}".*?</li>', me.text, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert "listed without its contents" in legal_item and "href" not in legal_item
     assert f'href="/mailboxes/{world.installed.mailbox_id}"' in me.text and 'id="admin-note"' in me.text
 
