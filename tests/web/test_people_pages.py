@@ -301,3 +301,19 @@ def test_my_page_without_a_contact_address_says_what_that_costs(world: World) ->
     page = text(world.api.get("/people/me"))
     assert "No contact address." in page and "cannot sign in with a mailed code" in page
     assert 'id="verify-form"' not in page
+
+
+def test_only_sessions_that_still_open_pages_are_listed(world: World) -> None:
+    from datetime import timedelta
+
+    from mailnode import budgets
+    from mailnode.directory import sessions
+
+    signed_in(world)
+    node, org, me = world.node, world.installed.org_id, world.installed.user_id
+    now = node.clock.now()
+    with node.read() as conn:
+        assert len(sessions.list_open(conn, org_id=org, principal_id=me, at=now)) == 1
+        idle = now + timedelta(seconds=budgets.WEB_SESSION_IDLE_SECONDS)
+        assert sessions.list_open(conn, org_id=org, principal_id=me, at=idle) == []
+        assert sessions.list_open(conn, org_id=org, principal_id="usr_someone_else", at=now) == []
