@@ -1,5 +1,6 @@
 """The access matrix as a table (``web.people_matrix.build_matrix``, pure): direct grants and grants through a
-team, who holds only their own tuples, the administrator who may not read, and rows for unlisted holders."""
+team, who holds only their own tuples, the administrator who may not read, and rows for unlisted holders; and
+``web.people.collect``, which pages a listing up to its cap and says whether more exist."""
 
 from __future__ import annotations
 
@@ -120,3 +121,25 @@ def test_a_subjects_kind_is_read_from_its_prefix(subject_id: str, kind: str) -> 
 
 def test_every_relation_has_words() -> None:
     assert set(RELATION_WORDS) == set(RELATIONS)
+
+
+@pytest.mark.parametrize(("total", "page", "cap", "shown", "more"), [
+    (0, 3, 5, 0, False), (2, 3, 5, 2, False), (3, 3, 5, 3, False), (5, 3, 5, 5, False), (6, 3, 5, 5, True),
+    (6, 3, 6, 6, False), (7, 3, 6, 6, True), (100, 3, 5, 5, True),
+])
+def test_collect_pages_up_to_the_cap_and_says_whether_more_exist(monkeypatch: pytest.MonkeyPatch, total: int,
+                                                                  page: int, cap: int, shown: int,
+                                                                  more: bool) -> None:
+    from mailnode import budgets
+    from mailnode.web.people import collect
+
+    monkeypatch.setattr(budgets, "LIST_LIMIT_MAX", page)
+    monkeypatch.setattr(budgets, "WEB_PEOPLE_ROWS_MAX", cap)
+    ids = [f"usr_{i:03d}" for i in range(total)]
+
+    def fetch(cursor: str | None) -> list[dict[str, str]]:
+        after = [i for i in ids if cursor is None or i > cursor]
+        return [{"id": i} for i in after[:page]]
+
+    items, truncated = collect(fetch)
+    assert ([x["id"] for x in items], truncated) == (ids[:shown], more)

@@ -51,13 +51,14 @@ def collect(fetch: Callable[[str | None], list[dict[str, Any]]]) -> tuple[list[d
     ``budgets.WEB_PEOPLE_ROWS_MAX``; and whether more were left unread (the page says so)."""
     items: list[dict[str, Any]] = []
     cursor: str | None = None
-    while len(items) < budgets.WEB_PEOPLE_ROWS_MAX:
+    while True:
         batch = fetch(cursor)
         items += batch
-        if len(batch) < budgets.LIST_LIMIT_MAX:
+        # A short page is the last; past the cap, at least one more exists (a full page at exactly the cap
+        # asks once more, so exactly WEB_PEOPLE_ROWS_MAX items do not read as "more").
+        if len(batch) < budgets.LIST_LIMIT_MAX or len(items) > budgets.WEB_PEOPLE_ROWS_MAX:
             return items[:budgets.WEB_PEOPLE_ROWS_MAX], len(items) > budgets.WEB_PEOPLE_ROWS_MAX
         cursor = str(batch[-1]["id"])
-    return items[:budgets.WEB_PEOPLE_ROWS_MAX], True
 
 
 def person_label(user: dict[str, Any]) -> str:
