@@ -42,12 +42,14 @@ def _me(request: Request, person: WebPerson, *, refusal: MailnodeError | None = 
         open_sessions = sessions.list_open(conn, org_id=p.org_id, principal_id=p.principal_id, at=now)
         my_tokens = tokens.list_tokens(conn, org_id=p.org_id, principal_id=p.principal_id)
         is_admin = authz.is_admin(conn, p.org_id, p.principal_id)
+        # One more than shown, to say honestly whether more exist.
         boxes = list_mailboxes(conn, org_id=p.org_id, principal_id=p.principal_id,
-                               limit=budgets.WEB_PEOPLE_ROWS_MAX, cursor=None)
+                               limit=budgets.WEB_PEOPLE_ROWS_MAX + 1, cursor=None)
         readable = authz.mailboxes_visible(conn, p.org_id, p.principal_id, authz.METADATA_READERS)
     response = page(request, "people/me.html", status_code=refusal.status if refusal else 200, area="people",
                     subarea="me", contact=contact, sessions=open_sessions, tokens=my_tokens, is_admin=is_admin,
-                    boxes=boxes, readable=readable, this_session=person.session_id,
+                    boxes=boxes[:budgets.WEB_PEOPLE_ROWS_MAX],
+                    more_boxes=len(boxes) > budgets.WEB_PEOPLE_ROWS_MAX, readable=readable, this_session=person.session_id,
                     this_token=p.token_id or None, refusal=refusal, minted=minted, notice=notice,
                     rows_max=budgets.WEB_PEOPLE_ROWS_MAX)
     if minted is not None:
