@@ -49,7 +49,8 @@ def _me(request: Request, person: WebPerson, *, refusal: MailnodeError | None = 
     response = page(request, "people/me.html", status_code=refusal.status if refusal else 200, area="people",
                     subarea="me", contact=contact, sessions=open_sessions, tokens=my_tokens, is_admin=is_admin,
                     boxes=boxes[:budgets.WEB_PEOPLE_ROWS_MAX],
-                    more_boxes=len(boxes) > budgets.WEB_PEOPLE_ROWS_MAX, readable=readable, this_session=person.session_id,
+                    more_boxes=len(boxes) > budgets.WEB_PEOPLE_ROWS_MAX, readable=readable,
+                    this_session=person.session_id,
                     this_token=p.token_id or None, refusal=refusal, minted=minted, notice=notice,
                     rows_max=budgets.WEB_PEOPLE_ROWS_MAX)
     if minted is not None:
