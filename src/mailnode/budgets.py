@@ -781,3 +781,9 @@ WEB_BUTLER_DIFF_CONTEXT_LINES = 3
 #: Milliseconds the editor waits after the last keystroke before asking the checker (sized: the usual 300-500 ms
 #: typing pause; a check of the largest allowed source takes a few ms on the server).
 WEB_BUTLER_CHECK_DEBOUNCE_MS = 400
+
+# web: people (issue 21)
+#: People, teams and mailboxes the People and access pages read at most, each (sized: one page of the API's
+#: LIST_LIMIT_MAX; a matrix longer than that is read through the API's filters, and past it the page says
+#: that the rest are not shown).
+WEB_PEOPLE_ROWS_MAX = 500

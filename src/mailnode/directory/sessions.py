@@ -21,6 +21,7 @@ from sqlalchemy import Connection, select, update
 
 from mailnode import audit, budgets
 from mailnode.directory.tokens import Principal
+from mailnode.errors import not_found
 from mailnode.ids import new_id
 from mailnode.schema.directory import api_tokens, users, web_sessions
 
@@ -149,4 +150,66 @@ def end_everywhere(conn: Connection, *, org_id: str, principal_id: str, session_
                          .values(ended_at=at, ended_reason="signed_out_everywhere")).rowcount
     audit.append(conn, org_id=org_id, at=at, action="web.signed_out", actor_id=principal_id, subject=session_id,
                  detail={"scope": "everywhere", "sessions_ended": ended})
+    return int(ended)
+
+
+@dataclass(frozen=True)
+class OpenSession:
+    """One of a person's sessions as ``/people/me`` lists it (never its secret): how it was opened
+    (``token`` or ``code``), the token it was opened with (None for a code), when it started and when it
+    was last used (aware UTC)."""
+
+    id: str
+    method: str
+    token_id: str | None
+    created_at: datetime
+    last_seen_at: datetime
+
+
+def list_open(conn: Connection, *, org_id: str, principal_id: str, at: datetime) -> list[OpenSession]:
+    """The person's sessions that are live at ``at`` (``decide``), newest first. Sessions that ended, idled
+    out, expired or lost their token are not listed: they open nothing."""
+    parent = api_tokens.alias("parent")
+    rows = conn.execute(
+        select(web_sessions, api_tokens.c.revoked_at.label("token_revoked_at"),
+               parent.c.revoked_at.label("parent_revoked_at"))
+        .outerjoin(api_tokens, api_tokens.c.id == web_sessions.c.token_id)
+        .outerjoin(parent, parent.c.id == api_tokens.c.parent_token_id)
+        .where(web_sessions.c.org_id == org_id, web_sessions.c.principal_id == principal_id,
+               web_sessions.c.ended_at.is_(None))
+        .order_by(web_sessions.c.created_at.desc(), web_sessions.c.id.desc())).all()
+    return [OpenSession(id=r.id, method=r.method, token_id=r.token_id, created_at=r.created_at,
+                        last_seen_at=r.last_seen_at)
+            for r in rows
+            if decide(SessionFacts(created_at=r.created_at, last_seen_at=r.last_seen_at, ended_at=r.ended_at,
+                                   token_revoked_at=r.token_revoked_at or r.parent_revoked_at), at)
+            is SessionState.live]
+
+
+def end_one(conn: Connection, *, org_id: str, principal_id: str, session_id: str, at: datetime) -> None:
+    """End one open session of ``principal_id`` (audited as ``web.signed_out``, scope ``one_session``).
+
+    Raises ``E_NO_SUCH_SESSION`` (404) when it is not an open session of this person (another person's
+    session is not named, so an id cannot be probed)."""
+    ended = conn.execute(update(web_sessions).where(web_sessions.c.id == session_id,
+                                                    web_sessions.c.org_id == org_id,
+                                                    web_sessions.c.principal_id == principal_id,
+                                                    web_sessions.c.ended_at.is_(None))
+                         .values(ended_at=at, ended_reason="signed_out")).rowcount
+    if not ended:
+        raise not_found("E_NO_SUCH_SESSION", f"No open session {session_id[:40]} of yours.",
+                        fix="Reload /people/me: it lists your open sessions.", session_id=session_id[:40])
+    audit.append(conn, org_id=org_id, at=at, action="web.signed_out", actor_id=principal_id, subject=session_id,
+                 detail={"scope": "one_session"})
+
+
+def end_others(conn: Connection, *, org_id: str, principal_id: str, session_id: str, at: datetime) -> int:
+    """End every open session of ``principal_id`` except ``session_id`` (the one asking); audited as
+    ``web.signed_out`` with scope ``others`` and the count. Returns how many sessions ended."""
+    ended = conn.execute(update(web_sessions)
+                         .where(web_sessions.c.org_id == org_id, web_sessions.c.principal_id == principal_id,
+                                web_sessions.c.id != session_id, web_sessions.c.ended_at.is_(None))
+                         .values(ended_at=at, ended_reason="signed_out_elsewhere")).rowcount
+    audit.append(conn, org_id=org_id, at=at, action="web.signed_out", actor_id=principal_id, subject=session_id,
+                 detail={"scope": "others", "sessions_ended": ended})
     return int(ended)

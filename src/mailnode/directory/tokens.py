@@ -109,7 +109,9 @@ def create_token(conn: Connection, *, org_id: str, principal_id: str, at: dateti
 def mint_own_token(conn: Connection, caller: Principal, *, at: datetime, label: str) -> dict[str, Any]:
     """A new token for the caller, minted with (and revoked with) the caller's token (``POST /api/tokens``).
 
-    Returns ``{"id", "token", "label", "parent_token_id"}``; the plaintext is in this answer only. Raises
+    Returns ``{"id", "token", "label", "parent_token_id"}``; the plaintext is in this answer only. A caller
+    without a token (a web session opened with a mailed code, ``token_id`` "") mints a token with no parent,
+    revoked on its own. Raises
     ``E_APPLICATION_CANNOT_MINT`` (403) for an application's token (an application's tokens come from an
     administrator), and ``check_label``'s refusals (422).
     """
@@ -124,9 +126,11 @@ def mint_own_token(conn: Connection, caller: Principal, *, at: datetime, label: 
             detail={"principal_id": caller.principal_id},
         )
     clean = check_label(label)
+    # A web session opened with a mailed code has no token (``token_id`` ""): the token then has no parent.
+    parent = caller.token_id or None
     tid, plaintext = create_token(conn, org_id=caller.org_id, principal_id=caller.principal_id, at=at,
-                                  actor_id=caller.principal_id, label=clean, parent_token_id=caller.token_id)
-    return {"id": tid, "token": plaintext, "label": clean, "parent_token_id": caller.token_id}
+                                  actor_id=caller.principal_id, label=clean, parent_token_id=parent)
+    return {"id": tid, "token": plaintext, "label": clean, "parent_token_id": parent}
 
 
 def authenticate(conn: Connection, header: str | None) -> Principal:
