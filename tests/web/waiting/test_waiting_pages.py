@@ -331,3 +331,24 @@ def test_the_page_costs_the_same_statements_with_one_row_or_several(world: World
 def bob_id(world: World) -> str:
     with world.node.read() as conn:
         return str(conn.execute(select(users.c.id).where(users.c.email == "bob@example.test")).scalar_one())
+
+
+def test_a_hold_lift_waits_on_the_mailboxs_deciders_with_a_link_to_the_holds(world: World) -> None:
+    box = world.installed.mailbox_id
+    _, d1 = world.person("d1@example.test", ("approval.decide", box))
+    world.person("d2@example.test", ("approval.decide", box))
+    hold = world.api.post("/api/holds", json={"mailbox_id": box, "matter_id": "M-7"}, headers=world.admin)
+    assert hold.status_code == 201, hold.text
+    asked = world.api.post(f"/api/holds/{hold.json()['hold']['id']}/lift", json={"reason": "matter closed"},
+                           headers=world.admin)
+    assert asked.status_code == 202, asked.text
+    client = signed_in_as(world, token_of(d1))
+    page = client.get("/waiting")
+    text = html.unescape(page.text)
+    assert "(matter M-7)" in text and "the hold is in force" in text and "“matter closed”" in text
+    assert 'href="/limits/holds"' in page.text and header_count(page.text) == 1
+    aid = asked.json()["lift"]["approval_id"]
+    one = client.post(f"/waiting/approvals/{aid}/decide",
+                      data={"csrf_token": csrf_of(page.text), "decision": "approve"})
+    assert one.status_code == 200 and "still waits on other people" in one.text
+    assert world.api.get("/api/holds", headers=world.admin).json()["holds"][0]["in_force"] is True
