@@ -787,3 +787,18 @@ WEB_BUTLER_CHECK_DEBOUNCE_MS = 400
 #: LIST_LIMIT_MAX; a matrix longer than that is read through the API's filters, and past it the page says
 #: that the rest are not shown).
 WEB_PEOPLE_ROWS_MAX = 500
+
+# web: waiting (issue 21)
+#: Characters of a decision's reason at most (``approvals.check_reason``; sized: a sentence or two, shown
+#: beside the decision and kept in the audit chain; far above what a person types in the page's field).
+APPROVAL_DECISION_REASON_MAX_CHARS = 500
+#: Butler proposals and approvals shown on ``/waiting`` per section (sized: a screen a person reads
+#: through; the rest stays counted in the header and shows as the first ones are decided).
+WAITING_PAGE_MAX = 50
+#: Statements the header's "Waiting for me" count may cost (measured: the decide and propose scopes, the
+#: administrator check, and one count each of approvals and Butler proposals).
+WAITING_COUNT_MAX_STATEMENTS = 5
+#: Statements ``/waiting``'s reads may cost, whatever the number of rows (measured: the scopes, the
+#: approvals with their stages, decisions, pauses, lifts, grants, sends and names, and the proposals with
+#: their parents; asserted by a test with one row and with several).
+WAITING_PAGE_MAX_STATEMENTS = 20

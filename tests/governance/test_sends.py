@@ -93,8 +93,8 @@ def test_an_approved_send_is_held_and_rechecks_clean_until_it_expires(api: Any, 
     one = api.post(f"/api/approvals/{aid}/decide", json={"decision": "approve"}, headers=b.headers).json()["decided"]
     assert one["completed"] is False and one["open_stage"]["ordinal"] == 1
     # Only the keys of the decision: no effect yet, so no effect report (and no other kind's keys as nulls).
-    decision_keys = {"approval_id", "subject_kind", "subject_id", "decision", "stage_ordinal", "approval_state",
-                     "completed", "open_stage", "conflict"}
+    decision_keys = {"approval_id", "subject_kind", "subject_id", "decision", "reason", "stage_ordinal",
+                     "approval_state", "completed", "open_stage", "conflict"}
     assert set(one) == decision_keys
     dup = api.post(f"/api/approvals/{aid}/decide", json={"decision": "approve"}, headers=b.headers)
     assert dup.status_code == 409 and dup.json()["error"] == "E_ALREADY_DECIDED"

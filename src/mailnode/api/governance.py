@@ -4,7 +4,9 @@
   ``{outcome, conditions, stages}``, ``POST /api/policies/{id}/publish``: administrators (403
   ``E_NOT_AN_ADMINISTRATOR``); ``GET /api/policies``: administrators, 404 to anyone else.
 - ``GET /api/approvals`` (what the caller may decide), ``POST /api/approvals/{id}/decide``
-  ``{decision: approve|deny}`` (anything else ``E_BAD_DECISION``, 422), ``POST /api/approvals/{id}/withdraw``.
+  ``{decision: approve|deny, reason?}`` (anything else ``E_BAD_DECISION``, 422; a reason
+  that is not words of at most ``budgets.APPROVAL_DECISION_REASON_MAX_CHARS`` characters
+  ``E_APPROVAL_REASON_INVALID``), ``POST /api/approvals/{id}/withdraw``.
 - ``POST /api/domain-pauses`` ``{domain, reason}``, ``GET /api/domain-pauses`` (in force),
   ``POST /api/domain-pauses/{id}/lift`` ``{reason?}``. No route pauses outright.
 - ``GET /api/breaker-limits`` and ``PATCH /api/breaker-limits`` ``{name: integer | null}`` (null resets to
@@ -84,9 +86,11 @@ class PolicyIn(PolicyDraftIn):
 
 
 class DecisionIn(Strict):
-    """``approve`` or ``deny`` (anything else is ``E_BAD_DECISION``)."""
+    """``approve`` or ``deny`` (anything else is ``E_BAD_DECISION``) and an optional ``reason`` (words, at most
+    ``budgets.APPROVAL_DECISION_REASON_MAX_CHARS`` characters; otherwise ``E_APPROVAL_REASON_INVALID``)."""
 
     decision: Any = None
+    reason: Any = None
 
 
 class PauseIn(Strict):
@@ -155,7 +159,7 @@ def decide(approval_id: ApprovalId, body: DecisionIn, node: NodeDep, caller: Cal
     with node.begin() as conn:
         return {"decided": approvals.decide(conn, org_id=caller.org_id, approval_id=approval_id,
                                             caller_id=caller.principal_id, decision=body.decision,
-                                            now=node.clock.now())}
+                                            now=node.clock.now(), reason=body.reason)}
 
 
 @router.post("/api/approvals/{approval_id}/withdraw", response_model=ApprovalWithdrawnAnswer,

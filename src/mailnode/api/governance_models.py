@@ -294,6 +294,7 @@ class ApprovalDecided(_EffectReport):
     subject_kind: str
     subject_id: str
     decision: Literal["approve", "deny"]
+    reason: str | None = Field(description="the decider's words, when given (kept in approval.decided)")
     stage_ordinal: int
     approval_state: str = Field(description="pending | approved | denied")
     completed: bool

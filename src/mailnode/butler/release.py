@@ -30,16 +30,18 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, func, select, update
 
 from mailnode import __version__, audit, budgets, runtime
-from mailnode.authz import holds
+from mailnode.authz import holds, mailboxes_visible
 from mailnode.butler import record
 from mailnode.clock import utc
 from mailnode.errors import MailnodeError, conflict
 from mailnode.ids import is_id
 from mailnode.node import Node
+from mailnode.retention import io as retention_io
 from mailnode.schema.mail import mailboxes
+from mailnode.schema.mail_messages import messages
 from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.vocabulary.send_states import SendState, StateReason
 
@@ -208,3 +210,81 @@ def _expire(node: Node, run_id: str) -> Resumption:
     with node.begin() as conn:
         record.abandon(conn, run_id, state="finished", reason="released_after_run_expired", at=node.clock.now())
     return Resumption.WORKFLOW_GONE
+
+
+def release_scopes(conn: Connection, *, org_id: str, principal_id: str) -> frozenset[str]:
+    """The mailboxes whose Butler sends ``principal_id`` may release: where they hold ``send.propose`` (one
+    statement)."""
+    return frozenset(mailboxes_visible(conn, org_id, principal_id, ("send.propose",)))
+
+
+def _releasable_where(org_id: str, scopes: frozenset[str]) -> Any:
+    m = send_manifests.c
+    return (m.org_id == org_id, m.state == _AWAITING, m.state_reason == _GATE, m.mailbox_id.in_(sorted(scopes)))
+
+
+def count_releasable(conn: Connection, *, org_id: str, scopes: frozenset[str]) -> int:
+    """How many Butler sends wait for a release in ``scopes`` (``release_scopes``; one statement, none when
+    empty)."""
+    if not scopes:
+        return 0
+    return int(conn.execute(select(func.count()).select_from(send_manifests)
+                            .where(*_releasable_where(org_id, scopes))).scalar_one())
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A Butler's send waiting for a person's release, with the message it answers.
+
+    ``row`` is the manifest row (``mail.thread.body_of`` reads its body); ``parent`` the answered message's
+    facts ``{id, mailbox_id, from_name, from_address, subject, received_at, text}`` or None when it answers
+    none; ``parent["text"]`` is None when the reader may not read that mailbox's content
+    (``parent_hidden`` says why in words) or retention deleted it (``parent_deleted_at``).
+    """
+
+    row: Any
+    mailbox_name: str
+    parent: dict[str, Any] | None
+    parent_hidden: str | None
+    content_deleted_at: datetime | None
+
+
+def releasable(conn: Connection, *, org_id: str, principal_id: str, scopes: frozenset[str],
+               limit: int) -> list[Proposal]:
+    """The Butler sends ``principal_id`` may release, oldest seal first, at most ``limit``, each with the
+    message it answers. Four statements whatever their number (none when ``scopes`` is empty): the sends,
+    the content-read scope, the parents, and the retention purges of both."""
+    if not scopes:
+        return []
+    m = send_manifests.c
+    rows = conn.execute(select(send_manifests, mailboxes.c.name.label("mailbox_name"))
+                        .join(mailboxes, mailboxes.c.id == m.mailbox_id)
+                        .where(*_releasable_where(org_id, scopes))
+                        .order_by(m.sealed_at, m.id).limit(limit)).all()
+    if not rows:
+        return []
+    readable = mailboxes_visible(conn, org_id, principal_id, ("mailbox.content.read",))
+    parent_ids = sorted({r.in_reply_to_message_id for r in rows if r.in_reply_to_message_id})
+    g = messages.c
+    parents = {p.id: p for p in conn.execute(
+        select(g.id, g.mailbox_id, g.from_name, g.from_address, g.subject, g.received_at, g.text_body)
+        .where(g.org_id == org_id, g.id.in_(parent_ids))).all()} if parent_ids else {}
+    purges = retention_io.purges_of(conn, [*parent_ids, *(r.id for r in rows)])
+    out: list[Proposal] = []
+    for r in rows:
+        p = parents.get(r.in_reply_to_message_id) if r.in_reply_to_message_id else None
+        parent: dict[str, Any] | None = None
+        hidden: str | None = None
+        if p is not None:
+            may_read = p.mailbox_id in readable
+            purged = purges.get(p.id)
+            parent = {"id": p.id, "mailbox_id": p.mailbox_id, "from_name": p.from_name,
+                      "from_address": p.from_address, "subject": p.subject, "received_at": utc(p.received_at),
+                      "text": p.text_body if may_read and purged is None else None,
+                      "deleted_at": purged[1] if purged else None}
+            if not may_read:
+                hidden = ("You may release this mailbox's Butler sends but not read its mail "
+                          "(mailbox.content.read); the message it answers is shown by its sender and subject only.")
+        own = purges.get(r.id)
+        out.append(Proposal(r, r.mailbox_name, parent, hidden, own[1] if own else None))
+    return out

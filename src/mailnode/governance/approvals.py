@@ -40,8 +40,16 @@ from mailnode.governance.matching import Shortfall, shortfall
 from mailnode.governance.policy import Stage
 from mailnode.ids import new_id, parse_id
 from mailnode.schema.directory import relationship_tuples, team_members, users
-from mailnode.schema.governance import approval_decisions, approval_stages, approvals, domain_pauses
+from mailnode.schema.governance import (
+    approval_decisions,
+    approval_stages,
+    approvals,
+    domain_pauses,
+    policies,
+    policy_versions,
+)
 from mailnode.schema.governance_supervised import supervised_grants
+from mailnode.schema.outbound import send_manifests
 from mailnode.schema.retention import hold_lifts, holds
 
 
@@ -268,17 +276,46 @@ def _complete_sql(approval_id: str) -> Any:
     return select(s.id).where(s.approval_id == approval_id, standing < s.required_count).exists()
 
 
+def check_reason(reason: object) -> str | None:
+    """A decision's optional reason, stripped (None when absent or blank). Pure.
+
+    Raises ``E_APPROVAL_REASON_INVALID`` (422) for a non-string, one longer than
+    ``budgets.APPROVAL_DECISION_REASON_MAX_CHARS`` characters, or one carrying control characters other than
+    a line break or tab (the reason is shown to people and kept in the audit chain)."""
+    if reason is None:
+        return None
+    if not isinstance(reason, str):
+        raise invalid("E_APPROVAL_REASON_INVALID", "A decision's reason must be text.",
+                      "The reason is words shown to people and kept in the audit chain.",
+                      "Send \"reason\" as a string, or leave it out.", reason_type=type(reason).__name__)
+    text = reason.strip()
+    limit = budgets.APPROVAL_DECISION_REASON_MAX_CHARS
+    if len(text) > limit:
+        raise invalid("E_APPROVAL_REASON_INVALID", f"The reason is {len(text)} characters long.",
+                      f"A decision's reason is at most {limit} characters.",
+                      "Shorten it to a sentence or two.", length=len(text), limit=limit)
+    if any(ord(c) < 32 and c not in "\n\t" or ord(c) == 127 for c in text):
+        raise invalid("E_APPROVAL_REASON_INVALID", "The reason carries control characters.",
+                      "A reason is plain words; control characters would garble what people read.",
+                      "Remove them and send it again.")
+    return text or None
+
+
 def decide(conn: Connection, *, org_id: str, approval_id: str, caller_id: str, decision: object,
-           now: datetime) -> dict[str, Any]:
+           now: datetime, reason: object = None) -> dict[str, Any]:
     """Record ``caller_id``'s ``approve`` or ``deny`` and, when it settles the approval, apply its effect.
+
+    ``reason`` (optional words, ``check_reason``) is kept in ``approval.decided``'s audit detail and the
+    outcome; it is checked first, so a bad one writes nothing (``E_APPROVAL_REASON_INVALID``, 422).
 
     Checks in order (spec/outbound.md §6.5): ``E_BAD_DECISION`` (422), ``E_NO_APPROVAL`` (404: absent or
     the caller is not an eligible decider), ``E_APPROVER_IS_ACTOR``, ``E_APPROVAL_SETTLED``,
     ``E_ALREADY_DECIDED``, ``E_APPROVAL_COMPLETE``, ``E_APPROVER_NOT_IN_TEAM`` (409). A kind whose effect
     lost a race raises its ``race_code`` (409) and records nothing. Returns the decision outcome:
-    ``{approval_id, subject_kind, subject_id, decision, stage_ordinal, approval_state, completed,
+    ``{approval_id, subject_kind, subject_id, decision, reason, stage_ordinal, approval_state, completed,
     open_stage, conflict, ...effect report}``.
     """
+    words = check_reason(reason)
     if decision not in DECISIONS:
         raise invalid("E_BAD_DECISION", f"{decision!r} is not a decision.",
                       "A decision is approve or deny; there is no default.",
@@ -344,7 +381,7 @@ def decide(conn: Connection, *, org_id: str, approval_id: str, caller_id: str, d
                                "and ask again if still needed.",
                                approval_id=approval_id, subject_id=row.subject_id)
     detail = {"subject_kind": row.subject_kind, "subject_id": row.subject_id, "decision": decision,
-              "stage": stage.ordinal, "approval_state": state.value}
+              "stage": stage.ordinal, "approval_state": state.value, "reason": words}
     audit.append(conn, org_id=org_id, at=now, action="approval.decided", actor_id=caller_id, subject=approval_id,
                  outcome="ok" if decision == "approve" else "refused", detail=detail)
     if effect is not None and effect.applied and effect.audit_action:
@@ -353,8 +390,8 @@ def decide(conn: Connection, *, org_id: str, approval_id: str, caller_id: str, d
     after = _standing(conn, approval_id, caller_id) if state is ApprovalState.PENDING else None
     nxt = after.open_stage() if after else None
     return {"approval_id": approval_id, "subject_kind": row.subject_kind, "subject_id": row.subject_id,
-            "decision": decision, "stage_ordinal": stage.ordinal, "approval_state": state.value,
-            "completed": state is ApprovalState.APPROVED,
+            "decision": decision, "reason": words, "stage_ordinal": stage.ordinal,
+            "approval_state": state.value, "completed": state is ApprovalState.APPROVED,
             "open_stage": nxt.to_json() if nxt else None,
             "conflict": "subject_moved" if effect is not None and not effect.applied else None,
             **(effect.report if effect is not None else {})}
@@ -503,3 +540,148 @@ def pending_for(conn: Connection, *, org_id: str, caller_id: str, limit: int,
                  else None)
         out.append(_json(row, st.stages, st, pause, lift, grant))
     return out
+
+
+@dataclass(frozen=True)
+class Scopes:
+    """Where a person may decide: the mailboxes where they hold ``approval.decide`` and whether they are an
+    administrator (which makes the organisation a scope)."""
+
+    mailboxes: frozenset[str]
+    admin: bool
+
+
+def scopes_of(conn: Connection, *, org_id: str, caller_id: str) -> Scopes:
+    """The caller's decision scopes (two statements)."""
+    return Scopes(frozenset(mailboxes_visible(conn, org_id, caller_id, ("approval.decide",))),
+                  is_admin(conn, org_id, caller_id))
+
+
+def _waiting_where(org_id: str, caller_id: str, scopes: Scopes) -> Any:
+    """The predicate of an approval waiting on the caller: pending, in one of their scopes of the right type
+    for its kind, not their own request, and not decided by them yet (a withdrawn decision still counts)."""
+    a, d = approvals.c, approval_decisions.c
+    org_kinds = [k.value for k, s in SUBJECTS.items() if s.scope_type == "organisation"]
+    mailbox_kinds = [k.value for k, s in SUBJECTS.items() if s.scope_type == "mailbox"]
+    in_scope = []
+    if scopes.admin:
+        in_scope.append(and_(a.subject_kind.in_(org_kinds), a.scope_id == org_id))
+    if scopes.mailboxes:
+        in_scope.append(and_(a.subject_kind.in_(mailbox_kinds), a.scope_id.in_(sorted(scopes.mailboxes))))
+    mine = select(d.id).where(d.approval_id == a.id, d.decider_id == caller_id).exists()
+    return and_(a.org_id == org_id, a.state == ApprovalState.PENDING.value, a.actor_id != caller_id,
+                or_(*in_scope), ~mine)
+
+
+def count_waiting(conn: Connection, *, org_id: str, caller_id: str, scopes: Scopes) -> int:
+    """How many approvals wait on the caller's decision (one statement; none without a scope)."""
+    if not scopes.admin and not scopes.mailboxes:
+        return 0
+    return int(conn.execute(select(func.count()).select_from(approvals)
+                            .where(_waiting_where(org_id, caller_id, scopes))).scalar_one())
+
+
+def waiting_on(conn: Connection, *, org_id: str, caller_id: str, scopes: Scopes, limit: int) -> list[dict[str, Any]]:
+    """The approvals waiting on the caller's decision (``count_waiting``'s rows), oldest first, at most ``limit``.
+
+    Each is ``pending_for``'s shape (``domain_pause``, ``hold_lift``, ``supervised`` as there) plus
+    ``actor_name`` (the requester's name or address; a Butler's or application's id as it is) and ``send``
+    for a ``send_manifest`` approval: ``{id, mailbox_id, subject, from, to, cc, bcc, policy_versions,
+    state, state_reason, asked_by}``. A fixed number of statements whatever ``limit`` (at most eight)."""
+    if not scopes.admin and not scopes.mailboxes:
+        return []
+    a = approvals.c
+    rows = conn.execute(select(approvals).where(_waiting_where(org_id, caller_id, scopes))
+                        .order_by(a.requested_at, a.id).limit(limit)).all()
+    if not rows:
+        return []
+    ids = [r.id for r in rows]
+    by_kind: dict[str, list[str]] = {}
+    for r in rows:
+        by_kind.setdefault(r.subject_kind, []).append(r.subject_id)
+    stages: dict[str, list[Stage]] = {i: [] for i in ids}
+    for s in conn.execute(select(approval_stages).where(approval_stages.c.approval_id.in_(ids))
+                          .order_by(approval_stages.c.approval_id, approval_stages.c.ordinal)).all():
+        stages[s.approval_id].append(Stage(s.ordinal, s.required_count, s.team_id))
+    standing = {i: _Standing(stages[i]) for i in ids}
+    d = approval_decisions.c
+    for dec in conn.execute(select(approval_decisions).where(d.approval_id.in_(ids))).all():
+        st = standing[dec.approval_id]
+        st.deciders.add(dec.decider_id)
+        if dec.decision == "approve" and dec.withdrawn_at is None:
+            st.approves_by_ordinal[dec.stage_ordinal] = st.approves_by_ordinal.get(dec.stage_ordinal, 0) + 1
+    pauses = {p.id: p for p in conn.execute(select(domain_pauses).where(
+        domain_pauses.c.id.in_(by_kind.get(SubjectKind.DOMAIN_PAUSE.value, [])))).all()} \
+        if SubjectKind.DOMAIN_PAUSE.value in by_kind else {}
+    lifts = _hold_lifts(conn, by_kind.get(SubjectKind.HOLD_LIFT.value, []))
+    grants = _supervised_many(conn, by_kind.get(SubjectKind.SUPERVISED_READ.value, []))
+    sends = _sends(conn, by_kind.get(SubjectKind.SEND_MANIFEST.value, []))
+    names = _names(conn, org_id, {r.actor_id for r in rows})
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        item = _json(row, stages[row.id], standing[row.id], pauses.get(row.subject_id), lifts.get(row.subject_id),
+                     grants.get(row.subject_id))
+        item["actor_name"] = names.get(row.actor_id, row.actor_id)
+        item["send"] = sends.get(row.subject_id)
+        out.append(item)
+    return out
+
+
+def _hold_lifts(conn: Connection, lift_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``_hold_lift`` of many lifts in one statement (none when there are none)."""
+    if not lift_ids:
+        return {}
+    h, lf = holds.c, hold_lifts.c
+    out: dict[str, dict[str, Any]] = {}
+    for r in conn.execute(select(lf.id, lf.reason, lf.requested_by, lf.requested_at, h.id.label("hold_id"),
+                                 h.mailbox_id, h.matter_id, h.from_date, h.to_date, h.placed_by, h.placed_at,
+                                 h.lifted_at)
+                          .join(holds, holds.c.id == lf.hold_id).where(lf.id.in_(lift_ids))).all():
+        out[r.id] = {"lift_id": r.id, "reason": r.reason, "requested_by": r.requested_by,
+                     "requested_at": _iso(r.requested_at),
+                     "hold": {"id": r.hold_id, "mailbox_id": r.mailbox_id, "matter_id": r.matter_id,
+                              "from_date": _iso(r.from_date), "to_date": _iso(r.to_date), "placed_by": r.placed_by,
+                              "placed_at": _iso(r.placed_at), "in_force": r.lifted_at is None}}
+    return out
+
+
+def _supervised_many(conn: Connection, grant_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``_supervised`` of many grants in one statement (none when there are none)."""
+    if not grant_ids:
+        return {}
+    g = supervised_grants.c
+    return {r.id: {"grant_id": r.id, "mailbox_id": r.mailbox_id, "grantee_id": r.grantee_id, "scope": r.scope,
+                   "reason": r.reason, "duration_seconds": r.duration_seconds,
+                   "requested_at": _iso(r.requested_at)}
+            for r in conn.execute(select(supervised_grants).where(g.id.in_(grant_ids))).all()}
+
+
+def _sends(conn: Connection, send_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """What a ``send_manifest`` approval asks, per send (two statements: the sends, and the policy versions
+    bound on them; metadata only, never the body). ``asked_by`` lists the bound versions whose outcome is
+    ``require_approval``: ``{policy_id, name, version}``, the policy's reason for asking."""
+    if not send_ids:
+        return {}
+    m = send_manifests.c
+    rows = conn.execute(select(m.id, m.mailbox_id, m.subject, m.envelope_from, m.to_addresses, m.cc_addresses,
+                               m.bcc_addresses, m.policy_versions, m.state, m.state_reason)
+                        .where(m.id.in_(send_ids))).all()
+    version_ids = sorted({v for r in rows for v in (r.policy_versions or [])})
+    pv = policy_versions.c
+    asking = {v.id: {"policy_id": v.policy_id, "name": v.name, "version": v.version} for v in conn.execute(
+        select(pv.id, pv.policy_id, pv.version, policies.c.name).join(policies, policies.c.id == pv.policy_id)
+        .where(pv.id.in_(version_ids), pv.outcome == "require_approval")).all()} if version_ids else {}
+    return {r.id: {"id": r.id, "mailbox_id": r.mailbox_id, "subject": r.subject, "from": r.envelope_from,
+                   "to": r.to_addresses, "cc": r.cc_addresses, "bcc": r.bcc_addresses,
+                   "policy_versions": r.policy_versions, "state": r.state, "state_reason": r.state_reason,
+                   "asked_by": [asking[v] for v in (r.policy_versions or []) if v in asking]}
+            for r in rows}
+
+
+def _names(conn: Connection, org_id: str, ids: set[str]) -> dict[str, str]:
+    """People's names (or addresses when unnamed) by id (one statement); other principals are left out."""
+    people = sorted(i for i in ids if i.startswith("usr_"))
+    if not people:
+        return {}
+    return {r.id: (r.name or r.email) for r in conn.execute(
+        select(users.c.id, users.c.name, users.c.email).where(users.c.org_id == org_id, users.c.id.in_(people)))}
