@@ -76,6 +76,10 @@ messages = Table(
     Index("ix_messages_raw_sha256", "raw_sha256"),
     #: ``mail.queue``: a case's latest message, and a page's per-case totals (0020).
     Index("ix_messages_case", "case_id", "id"),
+    #: doctor's loop-detection finding asks whether any message of the org is a threaded reply; without this it
+    #: read every message of a node that has none (0026).
+    Index("ix_messages_threaded", "org_id",
+          sqlite_where=text("in_reply_to IS NOT NULL"), postgresql_where=text("in_reply_to IS NOT NULL")),
 )
 
 #: One row per attachment a reader sees (``ingress.attachments.listed``), written at materialisation with the
