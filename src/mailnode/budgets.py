@@ -752,3 +752,8 @@ WEBHOOK_TAG_FILTER_MAX = 10
 WEBHOOK_SECRET_BYTES = 32
 #: Seconds a claimed delivery stays unattempted by others (sized: the time-out above, twice, and the write).
 WEBHOOK_CLAIM_LEASE_SECONDS = 60
+
+# web: sends (issue 21)
+#: Sends per page of the web's Sends list (sized: one screen of rows to scan; the API's LIST_LIMIT_DEFAULT is
+#: the same order, and a page of 50 reads in a fixed number of statements, so the page size bounds its time).
+WEB_SENDS_PAGE_SIZE = 50
