@@ -96,12 +96,12 @@ def sends_list(request: Request, person: PersonDep, cursor: str | None = None, s
                                                            mailboxes.c.id.in_(visible))
             .order_by(mailboxes.c.name)).all()} if visible else {}
         try:
-            mailbox_id, state, f = filters_of(q)
+            mailbox_id, wanted, f = filters_of(q)
             if cursor:
                 id_filter(cursor, "cursor", "snd")
             items = reads.list_sends(conn, org_id=p.org_id, principal_id=p.principal_id,
                                      limit=budgets.WEB_SENDS_PAGE_SIZE, cursor=cursor, mailbox_id=mailbox_id,
-                                     state=state, filters=f)
+                                     state=wanted, filters=f)
         except MailnodeError as err:
             refusal = err
         except RequestValidationError as exc:

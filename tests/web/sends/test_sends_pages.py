@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -173,9 +174,7 @@ def test_the_timeline_reads_a_fixed_number_of_statements(world: World, listener:
         deliver(listener, dsn(r["address"], "x@elsewhere.test", verp), "", [verp])
     person = sign_in(world.api, world.installed.token)
     assert person.status_code == 200
-    from types import SimpleNamespace
-
-    from mailnode.web.session import WebPerson  # noqa: F401  (the shape send_context reads)
+    # send_context reads only the person's principal and the app's node.
     who = SimpleNamespace(principal=SimpleNamespace(org_id=world.installed.org_id,
                                                     principal_id=world.installed.user_id))
     request = SimpleNamespace(app=world.api.app)
@@ -237,7 +236,7 @@ def test_actions_show_the_apis_offer_and_refusals_in_four_parts(world: World, ho
     assert 'id="timeline"' in again.text  # the page, not a bare error
     # Outcome unknown: the API offers resend-may-duplicate; the page shows it and refuses without the risk.
     unknown = _send(world, "Maybe left", ["ann@remote.test"])
-    dispatch.sweep(node, transport=Raising())  # type: ignore[arg-type]
+    dispatch.sweep(node, transport=Raising())
     page = world.api.get(f"/sends/{unknown}").text
     assert "<code>resend-may-duplicate</code> (<code>duplicate_possible</code>)" in page
     assert 'id="resend-form"' in page and 'id="retry"' not in page
@@ -273,7 +272,7 @@ def test_release_hold_and_retry_effect_go_through_the_services(world: World, hol
 
     sign_in(world.api, world.installed.token)
     send_id = _send(world, "Busy", ["ann@remote.test"])
-    dispatch.sweep(world.node, transport=Busy())  # type: ignore[arg-type]
+    dispatch.sweep(world.node, transport=Busy())
     page = world.api.get(f"/sends/{send_id}").text
     assert "<code>retry-effect</code> (<code>throttled</code>)" in page and 'id="retry"' in page
     r = world.api.post(f"/sends/{send_id}/retry", data={"csrf_token": csrf_of(page), "mode": "retry-effect"})
