@@ -85,10 +85,13 @@ def _audit_step(e: dict[str, Any], names: dict[str, str]) -> Step | None:
         if d.get("evidence"):
             words = f"{words} {d['evidence']}".strip()
         return Step(at, "withheld", f"withheld ({reason})" if reason else "withheld", words, who)
-    if action == "send.refused":
-        return Step(at, "refused", "refused", str(d.get("evidence") or d.get("reason") or ""), who)
-    if action == "send.outcome_unknown":
-        return Step(at, "outcome_unknown", "outcome_unknown", str(d.get("evidence") or d.get("reason") or ""), who)
+    if "attempts" in d and "recipients" in d:
+        # A dispatch pass's result (``send.<state>``): the attempt, the recipients by state, the last error.
+        state = action.removeprefix("send.")
+        counts = ", ".join(f"{n} {k}" for k, n in sorted((d.get("recipients") or {}).items()))
+        words = f"Attempt {d['attempts']}; recipients: {counts}." + (f" {d['last_error']}" if d.get("last_error")
+                                                                     else "")
+        return Step(at, state, f"Dispatch: {state}", words, who)
     if action == "send.cancelled":
         return Step(at, "cancelled", "Cancelled", f"It was {d.get('from')}" +
                     (f" ({d['from_reason']})" if d.get("from_reason") else "") + " and had not left.", who)
@@ -101,7 +104,9 @@ def _audit_step(e: dict[str, Any], names: dict[str, str]) -> Step | None:
     if action == "send.claim_recovered":
         return Step(at, "claim_recovered", "Claim recovered", "A lapsed hand-over claim was taken back by the "
                     "sweeper.", who)
-    return Step(at, action.removeprefix("send."), action, "", who)
+    # Any other entry about the send: its action as recorded, and whatever reason or evidence it carries.
+    said = " ".join(str(d[k]) for k in ("reason", "evidence", "last_error", "text") if d.get(k))
+    return Step(at, action.removeprefix("send."), action, said, who)
 
 
 def _event_words(e: dict[str, Any]) -> str:

@@ -309,3 +309,17 @@ def test_the_timeline_is_ordered_and_invents_nothing() -> None:
     steps = timeline(send, audit, {"usr_1": "Alex"})
     assert [(s.kind, s.actor) for s in steps] == [("sealed", "Alex"), ("withheld", "the node")]
     assert steps[1].title == "withheld (domain_paused)" and steps[1].words.endswith("p1")
+
+
+def test_a_dispatch_pass_and_an_unknown_entry_keep_what_they_recorded() -> None:
+    from datetime import UTC, datetime
+    send = {"sealed_at": None, "recipients": [], "events": []}
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    audit = [{"at": at, "action": "send.throttled", "actor_id": None, "actor_kind": "node", "outcome": "failed",
+              "detail": {"attempts": 2, "recipients": {"throttled": 1}, "last_error": "421 try later"}},
+             {"at": at, "action": "send.something_new", "actor_id": None, "actor_kind": "node", "outcome": "ok",
+              "detail": {"reason": "why not"}}]
+    steps = timeline(send, audit, {})
+    expected = "Attempt 2; recipients: 1 throttled. 421 try later"
+    assert (steps[0].title, steps[0].words) == ("Dispatch: throttled", expected)
+    assert (steps[1].title, steps[1].words) == ("send.something_new", "why not")
