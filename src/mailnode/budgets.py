@@ -802,3 +802,8 @@ WAITING_COUNT_MAX_STATEMENTS = 5
 #: approvals with their stages, decisions, pauses, lifts, grants, sends and names, and the proposals with
 #: their parents; asserted by a test with one row and with several).
 WAITING_PAGE_MAX_STATEMENTS = 20
+
+# web: sends (issue 21)
+#: Sends per page of the web's Sends list (sized: one screen of rows to scan; the API's LIST_LIMIT_DEFAULT is
+#: the same order, and a page of 50 reads in a fixed number of statements, so the page size bounds its time).
+WEB_SENDS_PAGE_SIZE = 50

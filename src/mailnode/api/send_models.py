@@ -42,6 +42,8 @@ class SendSummary(_Answer):
     id: str = id_field("snd")
     mailbox_id: str = id_field("mbx")
     author_id: str = Field(description="the person, application or Butler that sealed it")
+    author_kind: str = Field(description="person | butler | application | node (the node's own mail)")
+    mail_class: str = Field(description="correspondence | realtime | deferrable")
     state: str = Field(description="held | awaiting | handed_over | withheld | cancelled | ... (send_states)")
     state_reason: str | None = Field(description="why it is in that state (null: no reason to give)")
     reason_words: str = Field(description="the state and its reason as a person reads them")

@@ -21,15 +21,16 @@ taken over the completed composition, so it covers all of these.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Header, Query, Response
 from pydantic import Field
 from sqlalchemy import select
 
-from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, id_filter, paged
+from mailnode.api.deps import CallerDep, NodeDep, SendPageDep, address_filter, id_filter, paged, query_invalid
 from mailnode.api.models import Strict
-from mailnode.api.responses import SendId, errors
+from mailnode.api.responses import SendId, bytes_response, errors
 from mailnode.api.send_models import (
     SendActedAnswer,
     SendPage,
@@ -37,10 +38,12 @@ from mailnode.api.send_models import (
     SendRetried,
     SendSealedAnswer,
 )
+from mailnode.clock import utc
 from mailnode.mail.thread import body_of, grant_for
 from mailnode.outbound import reads, retry, submit
 from mailnode.outbound.workflows import wake
 from mailnode.schema.outbound import send_manifests
+from mailnode.vocabulary.mail_classes import MailClass
 
 router = APIRouter(prefix="/api/sends", tags=["sends"])
 
@@ -107,15 +110,55 @@ def create(body: SendIn, node: NodeDep, caller: CallerDep, response: Response,
     return {"send": done.send}
 
 
+AuthorKind = Literal["person", "butler", "application", "node"]
+SendClass = Literal["correspondence", "realtime", "deferrable"]
+
+
+def _instant(value: datetime | None, name: str) -> datetime | None:
+    """``value`` in UTC (a naive one taken as UTC), or None; outside the calendar once in UTC is 422."""
+    if value is None:
+        return None
+    try:
+        return utc(value)
+    except OverflowError:
+        raise query_invalid(name, value, "the instant is outside the years 1..9999 in UTC") from None
+
+
+def send_filter(*, author_kind: str | None, mail_class: str | None, recipient: str | None,
+                after: datetime | None, before: datetime | None) -> reads.SendFilter:
+    """The ``GET /api/sends`` search filters as a ``reads.SendFilter`` (the web's Sends page parses its form
+    with this too). A malformed address, ``before`` not later than ``after``, or an author kind or class
+    outside its vocabulary is 422 ``E_REQUEST_INVALID`` naming ``query.<name>``."""
+    if author_kind is not None and author_kind not in reads.AUTHOR_KIND_PREFIXES:
+        raise query_invalid("author_kind", author_kind,
+                            "author_kind is one of " + ", ".join(reads.AUTHOR_KIND_PREFIXES))
+    if mail_class is not None and mail_class not in {c.value for c in MailClass}:
+        raise query_invalid("class", mail_class, "class is one of " + ", ".join(c.value for c in MailClass))
+    since, until = _instant(after, "after"), _instant(before, "before")
+    if since is not None and until is not None and until <= since:
+        raise query_invalid("before", before, "before must be later than after: nothing is sealed in an empty range")
+    return reads.SendFilter(author_kind=author_kind, mail_class=MailClass(mail_class) if mail_class else None,
+                            recipient=address_filter(recipient, "recipient"), after=since, before=until)
+
+
 @router.get("", response_model=SendPage)
 def list_(node: NodeDep, caller: CallerDep, page: SendPageDep, mailbox_id: str | None = None,
-          state: str | None = None) -> dict[str, Any]:
-    """Sends of the mailboxes the caller may see, newest first; ``mailbox_id`` and ``state`` filter."""
+          state: str | None = None, author_kind: AuthorKind | None = None,
+          mail_class: Annotated[SendClass | None, Query(alias="class")] = None,
+          recipient: str | None = None, after: datetime | None = None,
+          before: datetime | None = None) -> dict[str, Any]:
+    """Sends of the mailboxes the caller may see, newest first. Filters: ``mailbox_id``, ``state``,
+    ``author_kind`` (``person`` | ``butler`` | ``application`` | ``node``), ``class`` (``correspondence`` |
+    ``realtime`` | ``deferrable``), ``recipient`` (an address in to, cc or bcc, compared case-insensitively),
+    ``after`` (sealed at or after) and ``before`` (sealed before), ISO 8601, UTC when no offset is given.
+    A value outside its vocabulary, a malformed address or an empty range is 422 ``E_REQUEST_INVALID``."""
     wanted = retry.state_of(state) if state else None
     mailbox_id = id_filter(mailbox_id, "mailbox_id", "mbx")
+    filters = send_filter(author_kind=author_kind, mail_class=mail_class, recipient=recipient, after=after,
+                          before=before)
     with node.read() as conn:
         items = reads.list_sends(conn, org_id=caller.org_id, principal_id=caller.principal_id, limit=page.limit,
-                                 cursor=page.cursor, mailbox_id=mailbox_id, state=wanted)
+                                 cursor=page.cursor, mailbox_id=mailbox_id, state=wanted, filters=filters)
     return paged("sends", items, page)
 
 
@@ -134,6 +177,17 @@ def get(send_id: SendId, node: NodeDep, caller: CallerDep) -> dict[str, Any]:
     out["body_visible_because"] = grant.value if grant is not None else None
     out["body"] = body_of(node, row) if grant is not None and out["content_deleted"] is None else None
     return {"send": out}
+
+
+@router.get("/{send_id}/raw", response_class=Response,
+            responses={**bytes_response("the message as sealed for submission (RFC 5322)", "message/rfc822"),
+                       **errors(403, 410)})
+def raw(send_id: SendId, node: NodeDep, caller: CallerDep) -> Response:
+    """The submitted message as sealed (RFC 5322 bytes, ``message/rfc822``) to whoever reads the send's body;
+    403 ``E_SEND_RAW_NOT_VISIBLE`` to one who sees only its fields, 410 ``E_CONTENT_DELETED`` once retention
+    deleted it (``outbound.reads.raw_message``)."""
+    data = reads.raw_message(node, org_id=caller.org_id, principal_id=caller.principal_id, send_id=send_id)
+    return Response(content=data, media_type="message/rfc822")
 
 
 @router.post("/{send_id}/cancel", response_model=SendActedAnswer, responses=errors(409))

@@ -13,19 +13,31 @@ standing approvals of each, and the open stage (the first one still short). Ever
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, exists, func, or_, select
 
+from mailnode.audit import audit_entries
 from mailnode.authz import mailboxes_visible
+from mailnode.errors import MailnodeError, not_found
 from mailnode.ids import parse_id
+from mailnode.mail.thread import author_kind, grant_for
+from mailnode.node import Node
 from mailnode.outbound.retry import no_such_send
 from mailnode.retention import io as retention_io
 from mailnode.retention import rules as retention
 from mailnode.schema.governance import approval_decisions, approval_stages, approvals
 from mailnode.schema.outbound import send_manifests, send_recipient_events, send_recipients
+from mailnode.vocabulary.mail_classes import MailClass
 from mailnode.vocabulary.send_states import SendState, StateReason, parse_reason, retry_offer, words_for
+
+#: ``author_kind`` filter values and the author id prefix each selects (``mail.thread.AUTHOR_KINDS``'s words;
+#: ``node`` is the node's own mail, sealed ``Auto-Submitted: auto-generated`` under the person it goes to).
+AUTHOR_KIND_PREFIXES: dict[str, str | None] = {"person": "usr_", "butler": "btl_", "application": "app_",
+                                               "node": None}
 
 
 def _iso(value: Any) -> str | None:
@@ -122,9 +134,41 @@ def send_summary(r: Any, ambiguous: int, purge: tuple[str, datetime] | None = No
     }
 
 
+@dataclass(frozen=True)
+class SendFilter:
+    """The search filters of ``GET /api/sends`` beyond mailbox and state; None leaves a field unfiltered.
+
+    Attributes:
+        author_kind: a key of ``AUTHOR_KIND_PREFIXES`` (``person``, ``butler``, ``application``, ``node``).
+        mail_class: the send's class (``correspondence``, ``realtime``, ``deferrable`` ...).
+        recipient: a recipient address's key (the whole address lower-cased); matches a send naming it in
+            ``to``, ``cc`` or ``bcc``.
+        after: sealed at or after this instant (aware, UTC).
+        before: sealed strictly before this instant (aware, UTC).
+    """
+
+    author_kind: str | None = None
+    mail_class: MailClass | None = None
+    recipient: str | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+
+
+def _author_kind(kind: str) -> Any:
+    """The condition that a manifest's author is of ``kind`` (a key of ``AUTHOR_KIND_PREFIXES``)."""
+    m = send_manifests.c
+    node_mail = m.auto_submitted == "auto-generated"
+    prefix = AUTHOR_KIND_PREFIXES[kind]
+    if prefix is None:
+        return node_mail
+    return m.author_id.startswith(prefix, autoescape=True) & or_(m.auto_submitted.is_(None), ~node_mail)
+
+
 def list_sends(conn: Connection, *, org_id: str, principal_id: str, limit: int, cursor: str | None,
-               mailbox_id: str | None = None, state: SendState | None = None) -> list[dict[str, Any]]:
-    """Sends of the mailboxes the caller may see, newest first, after ``cursor`` (two statements + two)."""
+               mailbox_id: str | None = None, state: SendState | None = None,
+               filters: SendFilter | None = None) -> list[dict[str, Any]]:
+    """Sends of the mailboxes the caller may see, newest first, after ``cursor`` (two statements + two),
+    narrowed by ``mailbox_id``, ``state`` and ``filters`` (``SendFilter``). Raises ``E_ID_MALFORMED``."""
     visible = mailboxes_visible(conn, org_id, principal_id)
     q = select(send_manifests).where(send_manifests.c.org_id == org_id,
                                      send_manifests.c.mailbox_id.in_(sorted(visible)))
@@ -133,6 +177,18 @@ def list_sends(conn: Connection, *, org_id: str, principal_id: str, limit: int, 
         q = q.where(send_manifests.c.mailbox_id == mailbox_id)
     if state is not None:
         q = q.where(send_manifests.c.state == state.value)
+    f = filters or SendFilter()
+    if f.author_kind is not None:
+        q = q.where(_author_kind(f.author_kind))
+    if f.mail_class is not None:
+        q = q.where(send_manifests.c.mail_class == f.mail_class.value)
+    if f.recipient is not None:
+        q = q.where(exists().where(send_recipients.c.manifest_id == send_manifests.c.id,
+                                   func.lower(send_recipients.c.address) == f.recipient))
+    if f.after is not None:
+        q = q.where(send_manifests.c.sealed_at >= f.after)
+    if f.before is not None:
+        q = q.where(send_manifests.c.sealed_at < f.before)
     if cursor:
         q = q.where(send_manifests.c.id < cursor)
     rows = conn.execute(q.order_by(send_manifests.c.id.desc()).limit(limit)).all()
@@ -144,7 +200,14 @@ def list_sends(conn: Connection, *, org_id: str, principal_id: str, limit: int, 
                    send_recipients.c.submission_state == SendState.OUTCOME_UNKNOWN.value)
             .group_by(send_recipients.c.manifest_id)).all()}
     purges = retention_io.purges_of(conn, [r.id for r in rows])
-    return [send_summary(r, ambiguous.get(r.id, 0), purges.get(r.id)) for r in rows]
+    return [_listed(r, send_summary(r, ambiguous.get(r.id, 0), purges.get(r.id))) for r in rows]
+
+
+def _listed(r: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with the fields ``GET /api/sends`` adds to ``send_summary``: ``author_kind`` and ``mail_class``."""
+    out["author_kind"] = author_kind(r.author_id, r.auto_submitted)
+    out["mail_class"] = r.mail_class
+    return out
 
 
 def get_send(conn: Connection, *, org_id: str, principal_id: str, send_id: str) -> dict[str, Any]:
@@ -161,7 +224,7 @@ def get_send(conn: Connection, *, org_id: str, principal_id: str, send_id: str) 
                           .order_by(send_recipient_events.c.received_at, send_recipient_events.c.id)).all()
     ambiguous = sum(1 for r in recipients if r.submission_state == SendState.OUTCOME_UNKNOWN.value)
     purge = retention_io.purges_of(conn, [send_id]).get(send_id)
-    out = send_summary(row, ambiguous, purge)
+    out = _listed(row, send_summary(row, ambiguous, purge))
     out["content_deleted"] = (retention.deletion_note(source_id=send_id, kind=purge[0], purged_at=purge[1])
                               if purge is not None else None)
     approval = approval_of(conn, org_id=org_id, send_id=send_id) if row.policy_outcome == "require_approval" else None
@@ -182,3 +245,63 @@ def get_send(conn: Connection, *, org_id: str, principal_id: str, send_id: str) 
         "detail": e.detail,
     } for e in events]
     return out
+
+
+def raw_not_visible(send_id: str) -> MailnodeError:
+    """403 ``E_SEND_RAW_NOT_VISIBLE``: the caller sees the send but not its body, so not its raw message."""
+    return MailnodeError(
+        code="E_SEND_RAW_NOT_VISIBLE", what=f"The submitted message of {send_id} is not shown to you.",
+        why="The raw message holds the body, which only the author and those who may release, cancel or approve "
+            "the send, or read the mailbox's content, read (a mailed sign-in code: its author only).",
+        fix="Ask someone who holds mailbox.content.read or send.propose on the mailbox, or to be granted one "
+            "(POST /api/access).", status=403, detail={"send_id": send_id})
+
+
+def not_rendered(send_id: str) -> MailnodeError:
+    """404 ``E_SEND_NOT_RENDERED``: the send has no stored rendering to show."""
+    return not_found("E_SEND_NOT_RENDERED", f"Send {send_id} has no stored submitted message.",
+                     fix="Read the send's fields with GET /api/sends/{id}.", send_id=send_id)
+
+
+def raw_message(node: Node, *, org_id: str, principal_id: str, send_id: str) -> bytes:
+    """The message as sealed for submission (``rendered_sha256``'s bytes, RFC 5322), for whoever reads the
+    send's body (``mail.thread.grant_for``). Four statements and one evidence read.
+
+    Raises ``E_ID_MALFORMED`` (422), ``E_NO_SUCH_SEND`` (404, absent or not visible),
+    ``E_SEND_RAW_NOT_VISIBLE`` (403, metadata only), ``E_SEND_NOT_RENDERED`` (404), ``E_CONTENT_DELETED``
+    (410, retention deleted it) and the evidence store's ``E_EVIDENCE_MISSING`` (500).
+    """
+    parse_id(send_id, "snd", "send_id")
+    with node.read() as conn:
+        row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id,
+                                                        send_manifests.c.org_id == org_id)).first()
+        if row is None or row.mailbox_id not in mailboxes_visible(conn, org_id, principal_id):
+            raise no_such_send(send_id)
+        if grant_for(conn, org_id=org_id, principal_id=principal_id, row=row) is None:
+            raise raw_not_visible(send_id)
+    if row.rendered_sha256 is None:
+        raise not_rendered(send_id)
+    return retention_io.read_content(node, source_id=send_id, digest=row.rendered_sha256)
+
+
+def send_audit(conn: Connection, *, org_id: str, send_id: str) -> list[dict[str, Any]]:
+    """The audit entries about send ``send_id`` (``send.*`` actions with it as subject), oldest first: one
+    statement. Each ``{"at" (datetime, UTC), "action", "actor_id", "actor_kind", "outcome", "detail" (dict)}``.
+    The caller checks first that the reader may see the send (``get_send``)."""
+    a = audit_entries.c
+    rows = conn.execute(select(a.at, a.action, a.actor_id, a.actor_kind, a.outcome, a.detail)
+                        .where(a.org_id == org_id, a.subject == send_id, a.action.startswith("send."))
+                        .order_by(a.seq)).all()
+    return [{"at": r.at, "action": r.action, "actor_id": r.actor_id, "actor_kind": r.actor_kind,
+             "outcome": r.outcome, "detail": _detail(r.detail)} for r in rows]
+
+
+def _detail(text: str | None) -> dict[str, Any]:
+    """An audit entry's detail as a dict (its stored JSON; anything else kept under ``"text"``)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"text": text}
+    return value if isinstance(value, dict) else {"text": text}

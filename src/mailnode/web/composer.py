@@ -5,15 +5,13 @@ The composer opens filled in by ``outbound.compose`` (the recipients with their 
 ``Fwd:``, the quoted or forwarded original) exactly as ``POST /api/sends`` would fill the blanks. Sending
 seals through ``outbound.submit.submit`` (the service behind ``POST /api/sends``) under an idempotency key
 minted when the composer opened, so a second press of Send answers the first send. Drafts autosave through
-``outbound.drafts``. The send page reads ``outbound.reads.get_send`` and words its state with
-``outbound.outcome.gate_outcome``; Cancel is ``outbound.submit.cancel``. Refusals render their four parts.
+``outbound.drafts``. Send leads to the send's page (``web.sends``). Refusals render their four parts.
 """
 
 from __future__ import annotations
 
 import base64
 import secrets
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
@@ -22,16 +20,13 @@ from sqlalchemy import select
 
 from mailnode import budgets
 from mailnode.errors import invalid
-from mailnode.governance.approvals import approvers
 from mailnode.mail import presence
-from mailnode.outbound import drafts, reads, submit
+from mailnode.outbound import drafts, submit
 from mailnode.outbound.compose import Ask, compose
-from mailnode.outbound.outcome import gate_outcome
 from mailnode.outbound.seal import SealRequest
 from mailnode.schema.mail_messages import messages
 from mailnode.schema.outbound import drafts as drafts_table
-from mailnode.schema.outbound import send_manifests
-from mailnode.web.conversation import names_of, node_of
+from mailnode.web.conversation import node_of
 from mailnode.web.render import page
 from mailnode.web.session import CsrfDep, PersonDep
 
@@ -183,46 +178,3 @@ def autosave(request: Request, person: PersonDep, _: CsrfDep, mailbox_id: Annota
             d = drafts.create(conn, org_id=p.org_id, author_id=p.principal_id, at=node.clock.now(),
                               mailbox_id=mailbox_id, in_reply_to_message_id=parent, **values)
     return JSONResponse({"draft_id": d["id"], "saved_at": d["updated_at"]})
-
-
-def send_context(request: Request, person: Any, send_id: str) -> dict[str, Any]:
-    """The send page's facts: the send as the API reads it and its outcome in words."""
-    node = node_of(request)
-    p = person.principal
-    with node.read() as conn:
-        s = reads.get_send(conn, org_id=p.org_id, principal_id=p.principal_id, send_id=send_id)
-        row = conn.execute(select(send_manifests).where(send_manifests.c.id == send_id)).one()
-        ids: frozenset[str] = frozenset()
-        if s["state"] == "awaiting" and s["state_reason"] == "policy_approval_required":
-            ids = approvers(conn, org_id=p.org_id, scope_type="mailbox", relation="approval.decide",
-                            scope_id=row.mailbox_id)
-    names = names_of(node, p.org_id, set(ids))
-    now: datetime = node.clock.now()
-    outcome = gate_outcome(s["state"], s["state_reason"], send_id=send_id, now=now, release_at=row.release_at,
-                           approvers=tuple(sorted(names.get(i, i) for i in ids if i != row.author_id)),
-                           approval_id=(s["approval"] or {}).get("id"))
-    return {"send": s, "outcome": outcome, "now": now.isoformat()}
-
-
-@router.get("/sends/{send_id}", response_class=HTMLResponse)
-def send_page(send_id: str, request: Request, person: PersonDep) -> HTMLResponse:
-    """A send's page: what the gates decided, in words; a live countdown and Cancel while it is held."""
-    return page(request, "conversation/send.html", **send_context(request, person, send_id))
-
-
-@router.get("/sends/{send_id}/outcome")
-def send_outcome(send_id: str, request: Request, person: PersonDep) -> JSONResponse:
-    """The outcome as JSON for the send page's polling: ``{"state", "kind", "sentence", "may_cancel",
-    "seconds_left"}``."""
-    ctx = send_context(request, person, send_id)
-    o = ctx["outcome"]
-    return JSONResponse({"state": ctx["send"]["state"], "kind": o.kind.value, "sentence": o.sentence,
-                         "may_cancel": o.may_cancel, "seconds_left": o.seconds_left})
-
-
-@router.post("/sends/{send_id}/cancel")
-def cancel(send_id: str, request: Request, person: PersonDep, _: CsrfDep) -> RedirectResponse:
-    """Cancel a held or awaiting send (``outbound.submit.cancel``), then back to its page."""
-    p = person.principal
-    submit.cancel(node_of(request), org_id=p.org_id, principal_id=p.principal_id, send_id=send_id)
-    return RedirectResponse(f"/sends/{send_id}", status_code=303)
