@@ -23,7 +23,7 @@ from mailnode.outbound.answer import (
 )
 from mailnode.outbound.compose import raw_address_headers
 from mailnode.outbound.content import check_content, decode_attachment
-from mailnode.outbound.render import OutboundAttachment, OutboundMessage, render
+from mailnode.outbound.render import OutboundAttachment, OutboundMessage, attachments_of, render
 
 
 @pytest.mark.parametrize(("parent", "expected"), [
@@ -230,3 +230,22 @@ def test_render_writes_encoded_names_alternative_and_attachments() -> None:
     assert msg.get_content_type() == "multipart/mixed"
     assert [p.get_content_type() for p in msg.walk()] == ["multipart/mixed", "multipart/alternative", "text/plain",
                                                           "text/html", "application/pdf"]
+
+
+@pytest.mark.parametrize("attachment", [
+    OutboundAttachment("a.pdf", "application/pdf", b"%PDF-1.4 \x00\xff"),
+    # A text attachment: the stdlib answers its content as a str, which once made every dispatch of such a send
+    # fail (the send stayed held, the sweep raising each time).
+    OutboundAttachment("details.txt", "text/plain", b"order 42: shipped\r\n"),
+    OutboundAttachment("notes.txt", "text/plain", "Grüße, crème brûlée".encode("latin-1")),
+    OutboundAttachment("page.html", "text/html", b"<p>hi</p>"),
+    OutboundAttachment("data.csv", "text/csv", b"a,b\r\n1,2\r\n"),
+    OutboundAttachment("empty.bin", "application/octet-stream", b""),
+])
+def test_attachments_read_back_from_the_rendered_message_are_the_bytes_sealed(
+        attachment: OutboundAttachment) -> None:
+    raw = render(OutboundMessage(
+        from_address="support@example.test", to=("alice@example.test",), subject="Hi",
+        date=datetime(2026, 3, 1, tzinfo=UTC), message_id="<snd_1@example.test>", body="text",
+        attachments=(attachment,)))
+    assert attachments_of(raw) == (attachment,)

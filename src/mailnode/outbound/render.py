@@ -263,10 +263,15 @@ def attachments_of(rendered: bytes) -> tuple[OutboundAttachment, ...]:
     msg = message_from_bytes(rendered, policy=email_policy.default)
     out: list[OutboundAttachment] = []
     for part in msg.iter_attachments() if msg.is_multipart() else ():
-        content = part.get_content()
-        data = content.as_bytes(policy=email_policy.SMTP) if part.get_content_type() == "message/rfc822" else content
+        if part.get_content_type() == "message/rfc822":
+            data = part.get_content().as_bytes(policy=email_policy.SMTP)
+        else:
+            # The transfer-decoded bytes, for every type: ``get_content`` answers a str for text/* parts (decoded
+            # by a charset the seal never wrote), which cannot be the attachment's bytes.
+            payload = part.get_payload(decode=True)
+            data = payload if isinstance(payload, bytes) else b""
         out.append(OutboundAttachment(filename=part.get_filename() or "attachment",
-                                      content_type=part.get_content_type(), data=bytes(data)))
+                                      content_type=part.get_content_type(), data=data))
     return tuple(out)
 
 

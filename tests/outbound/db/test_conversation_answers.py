@@ -127,6 +127,22 @@ def test_html_and_attachments_leave_as_multipart_and_are_bounded(
     assert (r.status_code, r.json()["error"]) == (422, "E_ATTACHMENT_MALFORMED")
 
 
+def test_a_text_attachment_leaves_with_its_bytes(
+        api: Any, node: Any, installed: Any, sink: Any, hold_zero: None) -> None:
+    # A text/* attachment is read back from the rendered message at dispatch; it once came back as a str and
+    # every sweep raised on it, leaving the send held for ever.
+    notes = "order 42: shipped\r\nGrüße\r\n".encode()
+    sent = _send(api, installed, to=["ann@remote.test"], subject="Details", body="See attached.",
+                 attachments=[{"filename": "details.txt", "content_type": "text/plain",
+                               "content_base64": base64.b64encode(notes).decode()}])
+    (msg,) = _handed(node, sink)
+    (att,) = list(msg.iter_attachments())
+    assert (att.get_filename(), att.get_content_type(), att.get_payload(decode=True)) == (
+        "details.txt", "text/plain", notes)
+    got = api.get(f"/api/sends/{sent['id']}", headers=H(installed.token)).json()["send"]
+    assert got["state"] == "handed_over"
+
+
 def test_forwarding_inline_and_as_an_attachment_goes_through_the_seal(
         api: Any, node: Any, installed: Any, listener: Any, sink: Any, hold_zero: None) -> None:
     parent = _parent(api, installed, listener, subject="Re: Where is my order?")
