@@ -608,7 +608,16 @@ async def sweep_async(node: Node, transport: Transport, *, executor_id: str = "l
 
     async def one(mid: str) -> DispatchResult:
         async with gate:
-            return await dispatch_one(node, transport, mid, executor_id=executor_id, lease_seconds=lease_seconds)
+            try:
+                return await dispatch_one(node, transport, mid, executor_id=executor_id,
+                                          lease_seconds=lease_seconds)
+            except Exception:
+                # One send's defect must not sink its batch: without this the first exception left the sweep,
+                # and asyncio.run cancelled the others' hand-overs mid-flight. The others finish and are
+                # recorded; this one is logged with its traceback and left as it was (a claim it took lapses
+                # and is recovered), to be tried again by the next sweep.
+                log.exception("send.dispatch_failed manifest=%s", mid)
+                return DispatchResult(mid, None, "dispatch_failed")
 
     report.results.extend(await asyncio.gather(*(one(mid) for mid in due_ids(node, limit, mailbox_ids,
                                                                          transport.capabilities.name))))

@@ -143,6 +143,31 @@ def test_a_text_attachment_leaves_with_its_bytes(
     assert got["state"] == "handed_over"
 
 
+def test_one_sends_defect_does_not_stop_the_others_in_its_sweep(
+        api: Any, node: Any, installed: Any, sink: Any, hold_zero: None, monkeypatch: Any,
+        caplog: Any) -> None:
+    # A defect in reading one send (here injected where the text-attachment defect was) is logged with its
+    # traceback and leaves that send as it was; the other sends of the batch are handed over.
+    plain = _send(api, installed, to=["ann@remote.test"], subject="Plain", body="No attachment.")
+    attached = _send(api, installed, to=["bob@remote.test"], subject="Attached", body="See attached.",
+                     attachments=[{"filename": "a.txt", "content_type": "text/plain",
+                                   "content_base64": base64.b64encode(b"x").decode()}])
+
+    def defect(rendered: bytes) -> Any:
+        raise TypeError("injected defect")
+
+    monkeypatch.setattr(dispatch, "attachments_of", defect)
+    with caplog.at_level("ERROR", logger="mailnode.dispatch"):
+        report = dispatch.sweep(node, transport=sink.transport())
+    assert {r.manifest_id: r.detail for r in report.results if r.detail == "dispatch_failed"} == {
+        attached["id"]: "dispatch_failed"}
+    assert [t.rcpt_tos for t in sink.handler.received] == [["ann@remote.test"]]
+    states = {s: api.get(f"/api/sends/{s}", headers=H(installed.token)).json()["send"]["state"]
+              for s in (plain["id"], attached["id"])}
+    assert states == {plain["id"]: "handed_over", attached["id"]: attached["state"]}
+    assert any("send.dispatch_failed" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
 def test_forwarding_inline_and_as_an_attachment_goes_through_the_seal(
         api: Any, node: Any, installed: Any, listener: Any, sink: Any, hold_zero: None) -> None:
     parent = _parent(api, installed, listener, subject="Re: Where is my order?")
