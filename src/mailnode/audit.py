@@ -243,21 +243,22 @@ def verify(conn: Connection, org_id: str) -> VerifyResult:
             last_seq = r.seq
 
 
-#: The action a recorded chain check is appended under (``verify_and_record``).
+#: The action a recorded chain check is appended under (``record_verification``).
 VERIFIED_ACTION = "audit.verified"
 
 
-def verify_and_record(conn: Connection, org_id: str, *, actor_id: str | None, now: datetime) -> VerifyResult:
-    """``verify`` the chain, then append its verdict as ``audit.verified`` (detail: ``checked``, ``intact``,
-    ``broken_seq``), inside the caller's write transaction, so the last verdict can be shown without walking
-    the chain again (``last_verification``). ``actor_id`` None is the installer at the data directory (the
-    CLI). The entry is appended after the walk and so is not among the ``checked`` rows."""
-    result = verify(conn, org_id)
+def record_verification(conn: Connection, org_id: str, result: VerifyResult, *, actor_id: str | None,
+                        now: datetime) -> None:
+    """Append ``verify``'s verdict as ``audit.verified`` (detail: ``checked``, ``intact``, ``broken_seq``) in the
+    caller's write transaction, so the last verdict can be shown without walking the chain again
+    (``last_verification``). Walk the chain in a read transaction first and record after: a walk inside the
+    write transaction would hold SQLite's write lock (and with it every receipt and hand-over) for the whole
+    walk. ``actor_id`` None is the installer at the data directory (the CLI). Entries appended between the
+    walk and the record are not among the ``checked`` rows."""
     append(conn, org_id=org_id, at=now, action=VERIFIED_ACTION, actor_id=actor_id, subject=org_id,
            outcome="ok" if result.intact else "failed",
            detail={"checked": result.checked, "intact": result.intact, "broken_seq": result.broken_seq},
            actor_kind="installer" if actor_id is None else None)
-    return result
 
 
 @dataclass(frozen=True)
@@ -274,7 +275,7 @@ class LastVerification:
 
 def last_verification(conn: Connection, org_id: str) -> LastVerification | None:
     """The newest ``audit.verified`` entry of ``org_id``, or None when the chain was never checked through
-    ``verify_and_record``. One statement (an index seek on ``ix_audit_entries_action``); walks nothing."""
+    ``record_verification``. One statement (an index seek on ``ix_audit_entries_action``); walks nothing."""
     t = audit_entries
     row = conn.execute(select(t.c.at, t.c.actor_id, t.c.actor_kind, t.c.detail)
                        .where(t.c.org_id == org_id, t.c.action == VERIFIED_ACTION)

@@ -19,8 +19,12 @@ def audit_verify(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     from mailnode import audit
 
     try:
-        with org_node(data_dir) as (node, org_id), node.begin() as conn:
-            result = audit.verify_and_record(conn, org_id, actor_id=None, now=node.clock.now())
+        with org_node(data_dir) as (node, org_id):
+            # The walk is a read; only the record takes the write transaction (``record_verification``).
+            with node.read() as conn:
+                result = audit.verify(conn, org_id)
+            with node.begin() as conn:
+                audit.record_verification(conn, org_id, result, actor_id=None, now=node.clock.now())
     except MailnodeError as exc:
         fail(exc)
         return

@@ -8,8 +8,8 @@
   verdict (``audit.chain_length``, ``audit.last_verification``). The page never walks the audit chain.
 - ``POST /limits/breaker-limits``: change the limits (``governance.limits.change``, as
   ``PATCH /api/breaker-limits``); a refusal is shown beside the form with its code, nothing written.
-- ``POST /limits/audit/verify``: walk the chain now (``audit.verify_and_record``, as ``POST /api/audit/verify``)
-  and show the verdict.
+- ``POST /limits/audit/verify``: walk the chain now (``audit.verify``, then ``audit.record_verification``, as
+  ``POST /api/audit/verify``) and show the verdict.
 
 Each section a caller may not read shows the API's refusal in its place (the breakers: ``E_BREAKERS_NOT_VISIBLE``;
 the provider, the limits' sources and the audit chain: ``E_NOT_AN_ADMINISTRATOR``); the rest of the page stays.
@@ -157,15 +157,18 @@ async def change_limits(request: Request, person: PersonDep, _csrf: CsrfDep) -> 
 
 @router.post("/limits/audit/verify", response_class=HTMLResponse)
 def verify_audit(request: Request, person: PersonDep, _csrf: CsrfDep) -> HTMLResponse:
-    """Walk the audit chain now and record the verdict (administrators; ``audit.verify_and_record``), then show
-    the page with it. ``E_NOT_AN_ADMINISTRATOR`` (403) is shown in the audit section; nothing is recorded."""
+    """Walk the audit chain now and record the verdict (administrators; ``audit.verify``, then
+    ``audit.record_verification``), then show the page with it. ``E_NOT_AN_ADMINISTRATOR`` (403) is shown in
+    the audit section; nothing is recorded."""
     node = _node(request)
     principal = person.principal
     try:
-        with node.begin() as conn:
+        with node.read() as conn:
             authz.require_admin(conn, principal.org_id, principal.principal_id, "verify the audit trail")
-            result = audit.verify_and_record(conn, principal.org_id, actor_id=principal.principal_id,
-                                             now=node.clock.now())
+            result = audit.verify(conn, principal.org_id)
+        with node.begin() as conn:
+            audit.record_verification(conn, principal.org_id, result, actor_id=principal.principal_id,
+                                      now=node.clock.now())
     except MailnodeError as err:
         return _limits_page(request, person, status_code=err.status, audit_refusal=err)
     return _limits_page(request, person, verification=result)
