@@ -6,24 +6,31 @@ seals N sends (one recipient each) through ``outbound.seal`` and dispatches them
 ``outbound.dispatch.sweep`` with the ``smtp`` transport (one session per recipient, as in production);
 then bare aiosmtplib sends the same N rendered messages to the same sink, one session each, with the
 same concurrency (``budgets.DISPATCH_CONCURRENCY``). Prints
-sends per second for the node (seal + dispatch, and dispatch alone), for bare aiosmtplib, and the ratios.
+sends per second for the node (seal + dispatch, and dispatch alone), for bare aiosmtplib, the ratios, the
+statements dispatch executed per send (``db.meter``) and the 1-minute load average at the start.
 
     .venv/bin/python bench/dispatch.py [N]
+    .venv/bin/python bench/dispatch.py [N] --database-url postgresql://postgres@127.0.0.1:5432/postgres
+
+``--database-url`` names a PostgreSQL server: the run creates a database of its own on it and drops it after.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import socket
-import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import aiosmtplib
 from aiosmtpd.controller import Controller
-from sqlalchemy import select, update
+from sqlalchemy import create_engine, select, text, update
 
 from mailnode import budgets
 from mailnode.config import Settings
@@ -65,14 +72,32 @@ async def bare(port: int, messages: list[tuple[str, str, bytes]]) -> None:
     await asyncio.gather(*(one(*m) for m in messages))
 
 
-def main(n: int) -> None:
+@contextmanager
+def database(server_url: str) -> Iterator[str]:
+    """A fresh PostgreSQL database on ``server_url`` for one run (dropped after), or "" for SQLite."""
+    if not server_url:
+        yield ""
+        return
+    name = f"mailnode_bench_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(server_url.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"{server_url.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def main(n: int, database_url: str) -> None:
+    load = os.getloadavg()[0]
     sink = CountingSink()
     port = free_port()
     controller = Controller(sink, hostname="127.0.0.1", port=port)
     controller.start()
     with tempfile.TemporaryDirectory() as tmp:
-        node = Node.open(Settings(data_dir=Path(tmp) / "node",
-                                  database_url=os.environ.get("MAILNODE_DATABASE_URL", "")))
+        node = Node.open(Settings(data_dir=Path(tmp) / "node", database_url=database_url))
         done = initialise(node, org="Bench", domain="example.test", admin_email="admin@example.test")
         with node.begin() as conn:
             conn.execute(update(mailboxes).values(hold_window_seconds=0))
@@ -83,8 +108,9 @@ def main(n: int) -> None:
             seal(node, org_id=done.org_id, author_id=done.user_id, request=SealRequest(
                 mailbox_id=done.mailbox_id, to=[f"r{i}@remote.test"], subject=f"Bench {i}", body="Hello\n" * 20))
         sealed_at = time.perf_counter()
-        while dispatch.sweep(node, transport=transport).results:
-            pass
+        with node.meter.measure() as dispatching:
+            while dispatch.sweep(node, transport=transport).results:
+                pass
         node_seconds = time.perf_counter() - start
         dispatch_seconds = time.perf_counter() - sealed_at
         assert sink.count == n, f"the sink took {sink.count} of {n}"
@@ -99,8 +125,9 @@ def main(n: int) -> None:
         node.close()
     controller.stop()
     node_rate, dispatch_rate, bare_rate = n / node_seconds, n / dispatch_seconds, n / bare_seconds
-    backend = "postgresql" if os.environ.get("MAILNODE_DATABASE_URL") else "sqlite"
-    print(f"sends: {n}  backend: {backend}")
+    backend = "postgresql" if database_url else "sqlite"
+    print(f"sends: {n}  backend: {backend}  load average (1 min) at start: {load:.2f}")
+    print(f"dispatch statements per send : {dispatching.count / n:.2f}")
     print(f"mailnode seal+dispatch : {node_rate:8.1f} sends/s")
     print(f"mailnode dispatch only : {dispatch_rate:8.1f} sends/s")
     print(f"bare aiosmtplib        : {bare_rate:8.1f} sends/s")
@@ -109,4 +136,10 @@ def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n", nargs="?", type=int, default=200)
+    ap.add_argument("--database-url", default=os.environ.get("MAILNODE_DATABASE_URL", ""),
+                    help="a PostgreSQL server URL (a database is created on it for the run); SQLite without")
+    args = ap.parse_args()
+    with database(args.database_url) as url:
+        main(args.n, url)

@@ -54,7 +54,7 @@ held behind a tripped breaker for many sweeps has exactly one ``send.rate_limite
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -64,6 +64,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from mailnode import audit, budgets
 from mailnode.audit import actor_kind_of
 from mailnode.clock import utc
+from mailnode.directory.domains import org_domains
 from mailnode.governance import approvals as ap
 from mailnode.governance import breakers
 from mailnode.governance.policies import load_live
@@ -237,6 +238,14 @@ def recheck_facts(conn: Connection, *, org_id: str, manifest_id: str, mailbox_id
                               sending_domain=sending_domain.lower(), recipient_domains=_domains(recipients))
     result = _policy(conn, org_id=org_id, mailbox_id=mailbox_id, author_id=author_id, recipients=recipients,
                      is_reply=is_reply, state=state)
+    return _recheck(conn, state, result, org_id=org_id, manifest_id=manifest_id, mailbox_id=mailbox_id,
+                    author_id=author_id, sending_domain=sending_domain, bound_outcome=bound_outcome, now=now)
+
+
+def _recheck(conn: Connection, state: breakers.BreakerState, result: PolicyResult, *, org_id: str,
+             manifest_id: str, mailbox_id: str, author_id: str, sending_domain: str, bound_outcome: str | None,
+             now: datetime) -> RecheckFacts:
+    """The refusals in order (domain pause, approval, policy) over a breaker reading and a policy result."""
     reason: str | None = None
     detail = ""
     if state.pause is not None:
@@ -329,3 +338,77 @@ def record_rate_limited(conn: Connection, *, org_id: str, manifest_id: str, mail
     audit.append(conn, org_id=org_id, at=now, action="send.rate_limited", actor_id=None, subject=manifest_id,
                  detail=detail)
     return True
+
+
+class BatchFacts:
+    """Governance's facts for one dispatch batch, read once per organisation and sending domain (issue 19).
+
+    ``recheck`` answers what ``recheck_facts`` answers, for every send of a batch, at a cost of one breaker
+    statement per (organisation, sending domain), one read of the live policies and one of the
+    organisation's domains per organisation (which recipient domains are the organisation's is counted
+    here, not in the breaker statement), plus the approval's 2 for a send bound ``require_approval``,
+    which stay per send. The breaker counts are read once at ``now``; what the batch itself is about to
+    hand over is added locally (``will_hand_over``): the recipients of every send the batch lets through
+    count as handed over, in the volume, the daily volume and the ``handed_over`` bounce basis, before their
+    hand-overs are made. Counting them before they happen fails closed: a send the batch would take past
+    a limit waits behind the breaker exactly as it would after the earlier sends' hand-overs were
+    recorded (``observed > limit`` trips after ``limit + 1``, as for sends handed over one by one), and
+    a hand-over that then fails only made the batch stricter until the next sweep reads the counts again.
+    Re-reading the database inside the batch could not tell more: the batch's own hand-overs are not
+    made yet when its sends are decided.
+    """
+
+    def __init__(self, *, now: datetime, delivery_signals: str) -> None:
+        self.now = now
+        self.delivery_signals = delivery_signals
+        self._counts: dict[tuple[str, str], breakers.Counts] = {}
+        self._live: dict[str, Any] = {}
+        self._domains: dict[str, list[str]] = {}
+        self._added: dict[str, int] = {}
+
+    def org_domains(self, conn: Connection, org_id: str) -> list[str]:
+        """The organisation's domains, oldest first (one statement, once per organisation)."""
+        if org_id not in self._domains:
+            self._domains[org_id] = org_domains(conn, org_id)
+        return self._domains[org_id]
+
+    def state(self, conn: Connection, *, org_id: str, sending_domain: str,
+              recipients: Sequence[str]) -> breakers.BreakerState:
+        """The breaker reading for one send: the batch's counts with its planned hand-overs added (pure
+        after the first read per key)."""
+        key = (org_id, sending_domain.lower())
+        counts = self._counts.get(key)
+        if counts is None:
+            counts = breakers.fetch(conn, org_id=org_id, now=self.now, sending_domain=key[1])
+            self._counts[key] = counts
+        added = self._added.get(org_id, 0)
+        wanted = _domains(recipients)
+        known = set(self.org_domains(conn, org_id))
+        adjusted = replace(counts, volume_n=counts.volume_n + added,
+                           volume_oldest=counts.volume_oldest or (self.now if added else None),
+                           bounce_handed_over=counts.bounce_handed_over + added,
+                           day_volume=counts.day_volume + added,
+                           known_recipient_domains=sum(1 for d in wanted if d in known) if wanted else None)
+        return breakers.read(adjusted, now=self.now, delivery_signals=self.delivery_signals,
+                             sending_domain=key[1])
+
+    def will_hand_over(self, org_id: str, recipients: int) -> None:
+        """Count ``recipients`` the batch lets through as handed over for the organisation's later sends."""
+        self._added[org_id] = self._added.get(org_id, 0) + recipients
+
+    def recheck(self, conn: Connection, *, org_id: str, manifest_id: str, mailbox_id: str, author_id: str,
+                recipients: Sequence[str], is_reply: bool, sending_domain: str,
+                bound_outcome: str | None) -> RecheckFacts:
+        """``recheck_facts`` for one send of the batch (same order, same answers; see the class docstring)."""
+        state = self.state(conn, org_id=org_id, sending_domain=sending_domain, recipients=recipients)
+        live = self._live.get(org_id)
+        if live is None:
+            live = self._live[org_id] = load_live(conn, org_id)
+        wanted = _domains(recipients)
+        known = state.known_recipient_domains or 0
+        facts = SendFacts(mailbox_id=mailbox_id, actor_id=author_id, actor_kind=actor_kind_of(author_id),
+                          any_external=known < len(wanted), is_reply=is_reply, org_daily_volume=state.day_volume)
+        result = evaluate(live, facts)
+        return _recheck(conn, state, result, org_id=org_id, manifest_id=manifest_id, mailbox_id=mailbox_id,
+                        author_id=author_id, sending_domain=sending_domain, bound_outcome=bound_outcome,
+                        now=self.now)

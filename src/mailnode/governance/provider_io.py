@@ -178,6 +178,77 @@ row), one more on a transport's first request. Commit it before making the reque
     return Reservation(decision, ticket, request_id)
 
 
+def reserve_many(conn: Connection, transport: str, requests: list[tuple[str, str | None]], now: datetime,
+                 limits: ProviderLimits, *, lease_seconds: float) -> list[Reservation]:
+    """``reserve`` for several requests at once, in order: ``requests`` is ``[(mail_class, manifest_id)]``.
+
+    Each request is asked for on its own, exactly as that many ``reserve`` calls in one transaction would:
+    ``may_send`` on the locked row with the requests in flight counted, those reserved before it in this
+    call included; each allowed one gets its own ticket and request row. Three statements whatever the
+    number (the locked read with the count, the ticket counter, one multi-row insert), one more on a
+    transport's first request; one for an empty list of allowed requests. Issue 19: the dispatch batch
+    reserves a window of its sends' requests together.
+    """
+    if not requests:
+        return []
+    row = conn.execute(_with_in_flight(transport, now).with_for_update()).first()
+    if row is None:
+        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        made = conn.execute(insert(provider_status).values(transport=transport, updated_at=now)
+                            .on_conflict_do_nothing(index_elements=["transport"]))
+        if made.rowcount != 1:
+            row = conn.execute(_with_in_flight(transport, now).with_for_update()).first()
+    status = from_row(transport, row)
+    flying = int(row.in_flight) if row is not None else 0
+    ticket = status.requests_issued
+    out: list[Reservation] = []
+    rows: list[dict[str, Any]] = []
+    for mail_class, manifest_id in requests:
+        decision = may_send(status, mail_class, now, limits, in_flight=flying)
+        emit(decision.logs)
+        if not decision.allowed:
+            out.append(Reservation(decision))
+            continue
+        ticket += 1
+        flying += 1
+        request_id = f"prq_{ULID()}"
+        rows.append({"id": request_id, "transport": transport, "ticket": ticket, "mail_class": str(mail_class),
+                     "manifest_id": manifest_id, "started_at": now,
+                     "lease_until": now + timedelta(seconds=lease_seconds)})
+        out.append(Reservation(decision, ticket, request_id))
+    if rows:
+        conn.execute(update(provider_status).where(provider_status.c.transport == transport)
+                     .values(requests_issued=ticket))
+        conn.execute(provider_requests.insert(), rows)
+    return out
+
+
+def release_many(conn: Connection, request_ids: Iterable[str | None]) -> None:
+    """Delete reserved requests that were never made or whose answers are recorded. One statement (none
+    for an empty list)."""
+    ids = [r for r in request_ids if r is not None]
+    if ids:
+        conn.execute(delete(provider_requests).where(provider_requests.c.id.in_(ids)))
+
+
+def record_many(conn: Connection, transport: str, answers: list[tuple[SubmitOutcome, datetime, int | None]],
+                limits: ProviderLimits, *, request_ids: Iterable[str | None], now: datetime) -> ProviderStatus:
+    """``record`` for several answers at once: ``answers`` is ``[(outcome, answered_at, ticket)]``.
+
+    The request rows are deleted, the row is read locked once, every answer folded in with its ticket in
+    the order given (``record_outcome``, as that many ``record`` calls would), and the row written once:
+    three statements whatever the number. Returns the status written.
+    """
+    release_many(conn, request_ids)
+    status = read_status(conn, transport, for_update=True)
+    for outcome, answered_at, ticket in answers:
+        recorded = record_outcome(status, outcome, answered_at, limits, ticket=ticket)
+        emit(recorded.logs)
+        status = recorded.status
+    write_status(conn, status, now)
+    return status
+
+
 def release(conn: Connection, request_id: str | None) -> None:
     """Delete a reserved request that was never made (or whose answer is recorded). One statement."""
     if request_id is not None:

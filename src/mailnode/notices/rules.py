@@ -252,7 +252,7 @@ def failure_of_audit(action: str, reason: str | None, mail_class: str | None) ->
     | ``send.outcome_unknown`` | any other | any | None |
     | anything else | | | None |
 
-    Correspondence left ``outcome_unknown`` after a hand-over (``outbound.dispatch._finish``) or a recovered
+    Correspondence left ``outcome_unknown`` after a hand-over (``outbound.dispatch._finish_batch``) or a recovered
     claim (``dispatch.recover_one``, which writes ``send.outcome_unknown`` only when no recipient may be
     re-driven) is never re-driven automatically: ``dispatch.due_ids`` takes only ``movable_now``
     correspondence (held, throttled, drained gates; never ``outcome_unknown``) and the sweeper's re-drive

@@ -1,12 +1,17 @@
 """Dispatch: recheck, claim, submit once per recipient, record; and recovery of lapsed claims.
 
-``dispatch_one`` moves one send, in this order (spec/outbound.md §1.7; issue 4):
+A sweep dispatches its batch together (``dispatch_batch``, issue 19): the facts are read once per batch,
+the claims, marks, outcomes, aggregates and audit entries written per batch or per window of hand-overs,
+never per send (the steps and their statements: ``dispatch_batch``'s docstring). ``dispatch_one`` is a
+batch of one. Each send moves in this order (spec/outbound.md §1.7; issue 4):
+
 1. read it under ``movable_now`` (``outbound.movable``; nothing else decides what may move);
 2. recheck, all before the claim so a refusal or a gate spends no attempt. Dispatch reads the facts and
    ``outbound.handover.decide`` (pure, class × facts, beside ``gates.decide``) chooses; dispatch writes
    its answer. The facts: the author still holds
    ``send.propose`` (else ``withheld/authority_lost``); then governance
-   (``governance.gatefacts.recheck_facts``, 2 statements, 4 for a send bound ``require_approval``), the
+   (``governance.gatefacts.BatchFacts``: 3 statements per organisation and sending domain and batch, 2 more
+   for each send bound ``require_approval``), the
    provider breaker for the class; the decision: the
    domain pause, the approval (revoked, expired, an approver no longer eligible) and the policy
    re-evaluated for every send (stricter than the bound outcome: ``policy_stricter``) withhold with
@@ -23,13 +28,15 @@
    drains by itself: it leaves every sweep query until its recheck time, then ``movable_now`` re-admits
    ``awaiting/breaker_*`` and the sweep asks again (spec/transactional.md §3: a row a sweep reads leaves
    every sweep query); policy and approval gates never reach this function;
-3. claim: one conditional update to ``outcome_unknown`` (attempts + 1, a lease, ``state_reason`` cleared,
-   ``first_attempt_at`` set once and never moved, a claim token); losing the race is not an error;
-   In the claim's transaction the suppression list is read again (``outbound.suppression.suppress_recipients``,
-   1 statement): a recipient not yet left whose address was listed after the seal becomes ``suppressed`` with
-   its reason, is never submitted, and a send left with only such rows aggregates ``suppressed``;
+3. claim: one conditional update to ``outcome_unknown`` for the batch (attempts + 1, a lease,
+   ``state_reason`` cleared, ``first_attempt_at`` set once and never moved, the batch's claim token); losing
+   the race is not an error; in the claim's transaction the suppression list is read again
+   (``outbound.suppression.suppress_many``, 1 statement per organisation): a recipient not yet left whose
+   address was listed after the seal becomes ``suppressed`` with its reason, is never submitted, and a send
+   left with only such rows aggregates ``suppressed``;
 4. per recipient that ``states.recipient_submittable`` allows: mark the row ``outcome_unknown`` (attempts
-   + 1) *before* handing it to the transport, submit (SMTP: the VERP return path of that row), record
+   + 1) *before* handing it to the transport (a window's rows in one statement, committed before any of
+   them is submitted), submit (SMTP: the VERP return path of that row), record
    the outcome. A row left ``outcome_unknown`` therefore means "may have left" and is never submitted
    again under a key the transport does not deduplicate;
 5. the manifest's aggregate (``states.aggregate``) with ``send.<state>`` in the audit trail, guarded by
@@ -40,13 +47,13 @@ A transport that raises is recorded: that recipient stays ``outcome_unknown`` wi
 recipient of that send is attempted in the pass.
 
 What the transport answered is bookkeeping that must not be lost to a passing database fault: the
-recipient's outcome and the send's aggregate (with its audit entry) are each written in a short
-transaction of their own, retried up to ``budgets.DISPATCH_RECORD_ATTEMPTS`` times on a transient
-database error (``sqlalchemy.exc.OperationalError``: a deadlock, a serialization failure, SQLite's busy
-timeout). A send the transport accepted is therefore recorded ``handed_over``, never left
-``outcome_unknown`` because a write after the hand-over failed once; if every attempt
-fails the error propagates (logged with the answer that was not recorded) and the lapsed claim is
-resolved from the recipients' rows by ``recover_claims``.
+recipients' outcomes (written with the next window's marks, or at the end) and the sends' aggregates
+(with their audit entries, at the end) are written in short transactions, each retried up to
+``budgets.DISPATCH_RECORD_ATTEMPTS`` times on a transient database error
+(``sqlalchemy.exc.OperationalError``: a deadlock, a serialization failure, SQLite's busy timeout). A send
+the transport accepted is therefore recorded ``handed_over``, never left ``outcome_unknown`` because a
+write after the hand-over failed once; if every attempt fails the error propagates (logged with the
+answer that was not recorded) and the lapsed claim is resolved from the recipients' rows by ``recover_claims``.
 
 Mail classes and the provider breaker (spec/transactional.md §1–§2): after governance's refusals and
 before the rate gate, the provider breaker is asked for the send's class. Correspondence it refuses is
@@ -56,11 +63,13 @@ left untouched, no attempt spent (the sweeper and the realtime request decide wh
 and approvals are correspondence's gates: for other classes only the domain pause, the author's
 authority and the evidence check withhold, the rate breakers gate every class, and system mail (``Auto-Submitted:
 auto-generated``, not correspondence) skips the authority check. Every transport answer is folded into the transport's
-``provider_status`` row (``governance.provider_io.record``) in the transaction that records it, and a send
+``provider_status`` row (``governance.provider_io.record_many``) in the transaction that records it, and a send
 stops submitting further recipients once an answer shut the breaker. The claim asks the breaker for one
 request, never for the whole send (a send larger than its class's ceiling would otherwise never go);
-instead, before each recipient's request, ``provider_io.reserve`` asks ``may_send`` on the locked row with
-the requests in flight (other workers' included) counted against the ceiling and reserves a ticket, which
+instead, before each recipient's request, ``provider_io.reserve_many`` (a window's requests together, each
+asked for on its own) asks ``may_send`` on the locked row with
+the requests in flight (other workers' and the window's included) counted against the ceiling and reserves a
+ticket, which
 the answer is recorded with (an answer to an older request never overwrites a newer reading or reopens a
 later pause; issue 17 item 2), and once it refuses (the day's reading reached the class's ceiling: the reserve,
 spec/transactional.md §2) the recipients not yet submitted are written ``throttled`` with the refusal in words, so the
@@ -78,12 +87,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, and_, case, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, tuple_, update
 from sqlalchemy.exc import OperationalError
 from ulid import ULID
 
@@ -103,7 +112,7 @@ from mailnode.node import Node
 from mailnode.outbound import handover, suppression
 from mailnode.outbound.movable import lease_expired_sql, movable_now_sql
 from mailnode.outbound.render import OutboundAttachment, attachments_of, written_address
-from mailnode.outbound.return_path import bounce_domain_for, verp_address
+from mailnode.outbound.return_path import verp_address
 from mailnode.retention import io as retention_io
 from mailnode.schema.outbound import send_manifests, send_recipients
 from mailnode.transports import Submission, SubmitOutcome, SubmitState, Transport, make_transport
@@ -247,36 +256,99 @@ def _submission(row: Any, rec: Any, rendered: bytes, text: str, bounce_domain: s
 
 async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, executor_id: str = "local",
                        lease_seconds: float = budgets.DISPATCH_LEASE_SECONDS) -> DispatchResult:
-    """Dispatch one send if it is movable now; see the module docstring for the order of steps.
+    """Dispatch one send if it is movable now: ``dispatch_batch`` of that one send (see the module docstring).
 
     Never raises for a transport's failure (it becomes the recorded state); raises a database error
     or ``MailnodeError`` from the audit trail (nothing of that step committed).
     """
-    now = node.clock.now()
-    token = f"{executor_id}/{ULID()}"
-    caps = transport.capabilities
-    limits = provider_io.limits_of(node.settings)
+    results = await dispatch_batch(node, transport, [manifest_id], executor_id=executor_id,
+                                   lease_seconds=lease_seconds, isolate=False)
+    return results[0]
+
+
+@dataclass
+class _Send:
+    """One claimed send of a batch: what its hand-overs need, and what they have done so far."""
+
+    row: Any
+    mail_class: MailClass
+    rendered: bytes
+    text: str
+    html: str | None
+    attached: tuple[OutboundAttachment, ...]
+    attempts: int = 0
+    bounce: str = ""
+    queue: list[Any] = field(default_factory=list)
+    final: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    retry_after: float | None = None
+    stopped: bool = False
+
+
+@dataclass
+class _Answer:
+    """One transport answer, kept until the batch's next transaction records it."""
+
+    send: _Send
+    rec: Any
+    outcome: SubmitOutcome
+    answered_at: datetime
+    reservation: provider_io.Reservation
+    raised: bool = False
+
+
+@dataclass
+class _Proceed:
+    """A send the recheck let through, with its sealed bytes read back."""
+
+    row: Any
+    mail_class: MailClass
+    rendered: bytes
+    text: str
+    html: str | None
+    attached: tuple[OutboundAttachment, ...]
+
+
+def _read_evidence(node: Node, row: Any) -> tuple[bytes, str, str | None, tuple[OutboundAttachment, ...]]:
+    """The sealed bytes of ``row`` (rendered, text, HTML, attachments); raises ``MailnodeError`` when one is
+    missing or altered."""
+    rendered = node.evidence.get(row.rendered_sha256)
+    text = node.evidence.get(row.body_typed_sha256).decode("utf-8")
+    # A reconstructing provider (Resend) is handed the HTML part and the attachments as fields; the
+    # attachments are read back from the rendered message, the one copy kept.
+    html = node.evidence.get(row.body_html_sha256).decode("utf-8") if row.body_html_sha256 else None
+    attached = attachments_of(rendered) if row.attachments else ()
+    return rendered, text, html, attached
+
+
+def _decide(conn: Connection, row: Any, facts: gatefacts.BatchFacts, authority: dict[tuple[str, str, str], bool],
+            provider_decision: Callable[[str], Decision]) -> tuple[handover.HandoverDecision, Any, Decision | None]:
+    """Read one send's facts (the batch's, cached) and decide its hand-over (``handover.decide``)."""
+    mail_class = parse_mail_class(row.mail_class)
+    system = is_system_mail(row)
+    key = (row.org_id, row.author_id, row.mailbox_id)
+    if not system and key not in authority:
+        authority[key] = holds(conn, row.org_id, row.author_id, "send.propose", "mailbox", row.mailbox_id)
+    held = system or authority[key]
+    gov = facts.recheck(conn, org_id=row.org_id, manifest_id=row.id, mailbox_id=row.mailbox_id,
+                        author_id=row.author_id, recipients=[*row.to_addresses, *row.cc_addresses, *row.bcc_addresses],
+                        is_reply=row.in_reply_to_message_id is not None,
+                        sending_domain=row.envelope_from.rpartition("@")[2], bound_outcome=row.policy_outcome)
+    provider = provider_decision(mail_class.value) if mail_class is not None else None
+    decision = handover.decide(handover.HandoverFacts(
+        mail_class=row.mail_class, system_mail=system, authority_held=held,
+        withhold_reason=StateReason(gov.withhold_reason) if gov.withhold_reason is not None else None,
+        provider_allowed=provider is not None and provider.allowed,
+        rate_gate=StateReason(gov.rate_gate.reason) if gov.rate_gate is not None else None))
+    return decision, gov, provider
+
+
+def _write_decision(node: Node, row: Any, decision: handover.HandoverDecision, gov: Any, provider: Decision | None,
+                    now: datetime) -> DispatchResult:
+    """Write a decision other than ``proceed`` in a transaction of its own (guarded by ``movable_now``)."""
+    manifest_id = row.id
+    mail_class = parse_mail_class(row.mail_class)
     with node.begin() as conn:
-        row = conn.execute(select(send_manifests).where(send_manifests.c.id == manifest_id,
-                                                        movable_now_sql(now))).first()
-        if row is None:
-            return DispatchResult(manifest_id, None, "not movable now")
-        # Read the facts (authority, governance, the provider breaker), decide once, write the answer.
-        mail_class = parse_mail_class(row.mail_class)
-        system = is_system_mail(row)
-        authority = system or holds(conn, row.org_id, row.author_id, "send.propose", "mailbox", row.mailbox_id)
-        gov = gatefacts.recheck_facts(
-            conn, org_id=row.org_id, manifest_id=row.id, mailbox_id=row.mailbox_id, author_id=row.author_id,
-            recipients=[*row.to_addresses, *row.cc_addresses, *row.bcc_addresses],
-            is_reply=row.in_reply_to_message_id is not None, sending_domain=row.envelope_from.rpartition("@")[2],
-            bound_outcome=row.policy_outcome, now=now, delivery_signals=str(caps.delivery_signals))
-        provider = (provider_io.decide(conn, caps.name, mail_class.value, now, limits) if mail_class is not None
-                    else None)
-        decision = handover.decide(handover.HandoverFacts(
-            mail_class=row.mail_class, system_mail=system, authority_held=authority,
-            withhold_reason=StateReason(gov.withhold_reason) if gov.withhold_reason is not None else None,
-            provider_allowed=provider is not None and provider.allowed,
-            rate_gate=StateReason(gov.rate_gate.reason) if gov.rate_gate is not None else None))
         if decision.step is handover.Step.WITHHOLD and decision.reason is not None:
             withhold(conn, row, decision.reason, now, _withhold_words(row, decision.reason, gov.withhold_detail))
             return DispatchResult(manifest_id, SendState.WITHHELD.value, decision.reason.value)
@@ -294,114 +366,396 @@ async def dispatch_one(node: Node, transport: Transport, manifest_id: str, *, ex
                                                   mailbox_id=row.mailbox_id, reading=gov.rate_gate, now=now,
                                                   at="dispatch", guard=movable_now_sql(now))
             return DispatchResult(manifest_id, SendState.AWAITING.value if gated else None, gov.rate_gate.reason)
-        if decision.step is not handover.Step.PROCEED or mail_class is None:
-            raise ValueError(f"hand-over decision {decision} has no writer; this is a defect in dispatch")
+    raise ValueError(f"hand-over decision {decision} has no writer; this is a defect in dispatch")
+
+
+def _withhold_evidence(node: Node, row: Any, exc: MailnodeError, now: datetime) -> DispatchResult:
+    """Withhold a send whose sealed bytes could not be read back (retention's purge, or corruption)."""
+    with node.begin() as conn:
+        # A body retention deleted (a purge record exists) is the setting working, not corruption.
+        refusal = retention_io.content_refusal(conn, source_id=row.id, read_error=exc) or exc
+        if refusal.code == "E_CONTENT_DELETED":
+            withhold(conn, row, StateReason.RETENTION_DELETED, now, refusal.what)
+            log.warning("send.retention_deleted manifest=%s", row.id)
+            return DispatchResult(row.id, SendState.WITHHELD.value, StateReason.RETENTION_DELETED.value)
+        withhold(conn, row, StateReason.EVIDENCE_CHANGED, now, exc.render())
+    log.error("send.evidence_changed manifest=%s %s", row.id, exc.code)
+    return DispatchResult(row.id, SendState.WITHHELD.value, StateReason.EVIDENCE_CHANGED.value)
+
+
+_R = send_recipients.c
+#: One recipient's answer, written for a window of answers at once (executemany; bound names kept apart
+#: from the column names, which SQLAlchemy reserves for the SET clause).
+_RECORD_ANSWER = (update(send_recipients).where(_R.id == bindparam("b_id"))
+                  .values(submission_state=bindparam("b_state"), submission_state_at=bindparam("b_at"),
+                          last_error=bindparam("b_error"), transport_message_id=bindparam("b_tmid"),
+                          provider_message_id=bindparam("b_pmid")))
+
+
+def _record_answers(conn: Connection, transport_name: str, answers: list[_Answer], limits: ProviderLimits,
+                    now: datetime) -> Any:
+    """Write a window's answers: each recipient's outcome (one statement) and the provider breaker's fold of
+    them all (``provider_io.record_many``, three). Returns the provider status written."""
+    rows = []
+    for a in answers:
+        handed = a.outcome.state is SubmitState.HANDED_OVER
+        rows.append({"b_id": a.rec.id, "b_state": a.outcome.state.value, "b_at": a.answered_at,
+                     "b_error": None if handed else (a.outcome.detail or a.outcome.error_name or a.outcome.state.value),
+                     "b_tmid": a.outcome.transport_message_id or a.rec.transport_message_id,
+                     "b_pmid": a.outcome.provider_message_id or a.rec.provider_message_id})
+    conn.execute(_RECORD_ANSWER, rows)
+    return provider_io.record_many(conn, transport_name, [(a.outcome, a.answered_at, a.reservation.ticket)
+                                                          for a in answers], limits,
+                                   request_ids=[a.reservation.request_id for a in answers], now=now)
+
+
+def _throttle_rest(conn: Connection, rest: list[Any], words: str, now: datetime) -> dict[str, str]:
+    """Write ``throttled`` on the not-yet-submitted rows of ``rest`` (provably never offered, so always
+    submittable again) once the breaker refused the class mid-send; returns ``{recipient id: state}``.
+
+    ``throttled`` rather than left ``held`` so the send's aggregate is ``throttled`` and it comes round
+    (``states.aggregate`` ranks a hand-over above a ``held`` row). Rows left ``outcome_unknown`` are not
+    touched: they may have left. Each write is guarded by the state read.
+    """
+    waiting: dict[str, str] = {}
+    for r in rest:
+        if r.submission_state not in NOT_YET_LEFT:
+            continue
+        done = conn.execute(update(send_recipients)
+                            .where(_R.id == r.id, _R.submission_state == r.submission_state)
+                            .values(submission_state=SendState.THROTTLED.value, submission_state_at=now,
+                                    last_error=f"Not submitted yet: {words}"))
+        if done.rowcount == 1:
+            waiting[r.id] = SendState.THROTTLED.value
+    return waiting
+
+
+@dataclass
+class _Step:
+    """What one window's transaction did: the status its answers made, the reservations, the rows marked
+    and the rows throttled (per send)."""
+
+    status: Any = None
+    reserved: list[tuple[_Send, Any, provider_io.Reservation]] = field(default_factory=list)
+    marked: set[str] = field(default_factory=set)
+    throttled: dict[str, tuple[dict[str, str], str]] = field(default_factory=dict)
+
+
+def _finish_values(send: _Send, now: datetime) -> dict[str, Any]:
+    """The aggregate of one send and what its row and ``send.<state>`` entry say."""
+    state = aggregate(send.final.values())
+    last_error = "; ".join(send.errors)[:2000] or None
+    release_at = None
+    if state is SendState.THROTTLED:
+        release_at = now + timedelta(seconds=backoff_seconds(send.attempts, send.retry_after))
+    counts: dict[str, int] = {}
+    for s in send.final.values():
+        counts[s] = counts.get(s, 0) + 1
+    return {"state": state, "last_error": last_error, "release_at": release_at, "counts": counts}
+
+
+_M = send_manifests.c
+
+
+def _finish_batch(conn: Connection, sends: list[_Send], token: str, now: datetime) -> set[str]:
+    """Write every send's aggregate and ``send.<state>`` in the caller's transaction; returns the ids written.
+
+    The aggregates of the sends still under the batch's claim token are written in one statement (an
+    UPDATE ... RETURNING of the sends it matched, each value chosen by the send's id), then the entries
+    are appended per organisation in organisation order (``audit.append_many``: 2 each), so the transaction
+    updates only its own sends before its first append and only inserts after it (``audit``'s deadlock rule).
+    """
+    if not sends:
+        return set()
+    values = {s.row.id: _finish_values(s, now) for s in sends}
+
+    def by_send(key: str, column: Any, *, keep: bool = False) -> Any:
+        whens = {sid: literal(v[key].value if key == "state" else v[key], column.type)
+                 for sid, v in values.items() if not (keep and v[key] is None)}
+        if not whens:
+            return column
+        return case(whens, value=_M.id, else_=column if keep else None)
+
+    owned = set(conn.execute(
+        update(send_manifests).where(_M.id.in_(list(values)), _M.claim_token == token)
+        .values(state=by_send("state", _M.state), state_at=now, state_reason=None, lease_until=None,
+                claim_token=None, last_error=by_send("last_error", _M.last_error),
+                release_at=by_send("release_at", _M.release_at, keep=True))
+        .returning(_M.id)).scalars())
+    mine = [s for s in sends if s.row.id in owned]
+    for org_id in sorted({s.row.org_id for s in mine}):
+        audit.append_many(conn, org_id=org_id, entries=[
+            audit.Entry(at=now, action=f"send.{values[s.row.id]['state'].value}", actor_id=None, subject=s.row.id,
+                        outcome=_AUDIT_OUTCOME.get(values[s.row.id]["state"], "failed"),
+                        detail={"attempts": s.attempts, "recipients": values[s.row.id]["counts"],
+                                "last_error": values[s.row.id]["last_error"]})
+            for s in mine if s.row.org_id == org_id])
+    return owned
+
+
+async def dispatch_batch(node: Node, transport: Transport, manifest_ids: list[str], *, executor_id: str = "local",
+                         lease_seconds: float = budgets.DISPATCH_LEASE_SECONDS,
+                         isolate: bool = True) -> list[DispatchResult]:
+    """Dispatch a batch of sends together (issue 19); one ``DispatchResult`` per id, in the order given.
+
+    The order of steps is ``dispatch_one``'s (the module docstring), taken per batch:
+
+    1. one read transaction: the sends still movable (1 statement) and their facts, governance's read once
+       per organisation and sending domain (``gatefacts.BatchFacts``), the author's authority once per
+       author and mailbox, the provider breaker once per class; each send's ``handover.decide``;
+    2. the sealed bytes of each send the decision lets through, read back outside any transaction; the
+       refusals and gates written, each in a short transaction of its own (guarded by ``movable_now``);
+    3. one transaction claims every send let through (one UPDATE ... RETURNING, one claim token for the
+       batch), re-reads the suppression list (one statement per organisation) and reads the recipients;
+    4. windows of at most ``budgets.DISPATCH_CONCURRENCY`` recipients (one per send at a time, so a send's
+       recipients go in order): one transaction records the previous window's answers and reserves
+       (``provider_io.reserve_many``: one reservation per request) and marks this window's rows
+       ``outcome_unknown`` (one statement) *before* any of them is submitted; then they are submitted
+       together. A row left ``outcome_unknown`` therefore still means "may have left";
+    5. one transaction records the last window's answers, every send's aggregate and the audit entries.
+
+    Those transactions are retried on a transient database error (``record_with_retries``). With
+    ``isolate`` (a sweep) one send's defect is logged with its traceback (``send.dispatch_failed``) and that
+    send is left as it was while the others go on; without it (``dispatch_one``) the defect propagates.
+    """
+    now = node.clock.now()
+    token = f"{executor_id}/{ULID()}"
+    caps = transport.capabilities
+    limits = provider_io.limits_of(node.settings)
+    results: dict[str, DispatchResult] = {}
+
+    facts = gatefacts.BatchFacts(now=now, delivery_signals=str(caps.delivery_signals))
+    plans: list[tuple[Any, handover.HandoverDecision, Any, Decision | None]] = []
+    with node.read() as conn:
+        rows = {r.id: r for r in conn.execute(select(send_manifests).where(
+            _M.id.in_(manifest_ids), movable_now_sql(now))).all()}
+        authority: dict[tuple[str, str, str], bool] = {}
+        provider: dict[str, Decision] = {}
+
+        def provider_decision(cls: str) -> Decision:
+            if cls not in provider:
+                provider[cls] = provider_io.decide(conn, caps.name, cls, now, limits)
+            return provider[cls]
+
+        for mid in manifest_ids:
+            row = rows.get(mid)
+            if row is None:
+                results[mid] = DispatchResult(mid, None, "not movable now")
+                continue
+            try:
+                decision, gov, refused = _decide(conn, row, facts, authority, provider_decision)
+            except Exception:
+                if not isolate:
+                    raise
+                # One send's defect must not sink its batch: it is logged with its traceback and left as it
+                # was (nothing of it written), to be tried again by the next sweep; the others go on.
+                log.exception("send.dispatch_failed manifest=%s", mid)
+                results[mid] = DispatchResult(mid, None, "dispatch_failed")
+                continue
+            if decision.step is handover.Step.PROCEED:
+                facts.will_hand_over(row.org_id, len(row.to_addresses) + len(row.cc_addresses)
+                                     + len(row.bcc_addresses))
+            plans.append((row, decision, gov, refused))
+        bounce_domains = {org: (node.settings.bounce_domain.lower() if node.settings.bounce_domain
+                                else next(iter(facts.org_domains(conn, org)), ""))
+                          for org in {r.org_id for r, d, _, _ in plans if d.step is handover.Step.PROCEED}}
+
+    proceed: list[_Proceed] = []
+    for row, decision, gov, refused in plans:
         try:
-            rendered = node.evidence.get(row.rendered_sha256)
-            text = node.evidence.get(row.body_typed_sha256).decode("utf-8")
-            # A reconstructing provider (Resend) is handed the HTML part and the attachments as fields; the
-            # attachments are read back from the rendered message, the one copy kept.
-            html = node.evidence.get(row.body_html_sha256).decode("utf-8") if row.body_html_sha256 else None
-            attached = attachments_of(rendered) if row.attachments else ()
-        except MailnodeError as exc:
-            # A body retention deleted (a purge record exists) is the setting working, not corruption.
-            refusal = retention_io.content_refusal(conn, source_id=row.id, read_error=exc) or exc
-            if refusal.code == "E_CONTENT_DELETED":
-                withhold(conn, row, StateReason.RETENTION_DELETED, now, refusal.what)
-                log.warning("send.retention_deleted manifest=%s", manifest_id)
-                return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.RETENTION_DELETED.value)
-            withhold(conn, row, StateReason.EVIDENCE_CHANGED, now, exc.render())
-            log.error("send.evidence_changed manifest=%s %s", manifest_id, exc.code)
-            return DispatchResult(manifest_id, SendState.WITHHELD.value, StateReason.EVIDENCE_CHANGED.value)
-        attempts = int(row.attempts) + 1
-        first_attempt = row.first_attempt_at or now
-        claimed = conn.execute(update(send_manifests)
-                               .where(send_manifests.c.id == manifest_id, movable_now_sql(now))
-                               .values(state=SendState.OUTCOME_UNKNOWN.value, state_at=now, state_reason=None,
-                                       attempts=attempts, first_attempt_at=first_attempt,
-                                       lease_until=now + timedelta(seconds=lease_seconds), claim_token=token))
-        if claimed.rowcount != 1:
-            return DispatchResult(manifest_id, None, "claimed by another worker")
+            if decision.step is not handover.Step.PROCEED:
+                results[row.id] = _write_decision(node, row, decision, gov, refused, now)
+                continue
+            mail_class = parse_mail_class(row.mail_class)
+            if mail_class is None:
+                raise ValueError(f"hand-over decision {decision} for an unknown class; this is a defect in dispatch")
+            try:
+                rendered, text, html, attached = _read_evidence(node, row)
+            except MailnodeError as exc:
+                results[row.id] = _withhold_evidence(node, row, exc, now)
+                continue
+            proceed.append(_Proceed(row, mail_class, rendered, text, html, attached))
+        except Exception:
+            if not isolate:
+                raise
+            log.exception("send.dispatch_failed manifest=%s", row.id)
+            results[row.id] = DispatchResult(row.id, None, "dispatch_failed")
+    if proceed:
+        await _hand_over(node, transport, proceed, results, token=token, now=now, limits=limits,
+                         lease_seconds=lease_seconds, bounce_domains=bounce_domains, isolate=isolate)
+    return [results[mid] for mid in manifest_ids]
+
+
+async def _hand_over(node: Node, transport: Transport, proceed: list[_Proceed], results: dict[str, DispatchResult],
+                     *, token: str, now: datetime, limits: ProviderLimits, lease_seconds: float,
+                     bounce_domains: dict[str, str], isolate: bool) -> None:
+    """Steps 3 to 5 of ``dispatch_batch``: claim, submit in windows, record. Fills ``results``."""
+    caps = transport.capabilities
+    ids = [p.row.id for p in proceed]
+
+    def claim(conn: Connection) -> tuple[dict[str, Any], Sequence[Any]]:
+        claimed = {r.id: r for r in conn.execute(
+            update(send_manifests).where(_M.id.in_(ids), movable_now_sql(now))
+            .values(state=SendState.OUTCOME_UNKNOWN.value, state_at=now, state_reason=None,
+                    attempts=_M.attempts + 1, first_attempt_at=func.coalesce(_M.first_attempt_at, now),
+                    lease_until=now + timedelta(seconds=lease_seconds), claim_token=token)
+            .returning(_M.id, _M.attempts, _M.first_attempt_at)).all()}
+        if not claimed:
+            return claimed, []
         # The suppression list again (it may have grown since the seal): listed rows never reach the transport.
-        suppression.suppress_recipients(conn, org_id=row.org_id, manifest_id=manifest_id, at=now)
-        recipients = conn.execute(select(send_recipients).where(send_recipients.c.manifest_id == manifest_id)
-                                  .order_by(send_recipients.c.kind, send_recipients.c.address)).all()
-        bounce = bounce_domain_for(conn, row.org_id, node.settings.bounce_domain)
-    bounce = bounce or row.envelope_from.rpartition("@")[2]
-    dedup_open = dedup_window_open(caps, first_attempt, now)
-    final: dict[str, str] = {r.id: r.submission_state for r in recipients}
-    errors: list[str] = []
-    retry_after: float | None = None
-    for index, rec in enumerate(recipients):
-        if not recipient_submittable(rec.submission_state, dedup_window_open=dedup_open):
-            continue
-        # The reserve (spec/transactional.md §2; issue 17 item 2): each request is reserved on the
-        # provider row before it is made, with the requests other workers have in flight counted against
-        # the class's ceiling, and the reservation commits with the recipient's mark. A send stops where its
-        # class's ceiling is; the claim itself never asked for the whole send.
+        for org_id in sorted({p.row.org_id for p in proceed if p.row.id in claimed}):
+            suppression.suppress_many(conn, org_id=org_id, at=now, manifest_ids=[
+                p.row.id for p in proceed if p.row.id in claimed and p.row.org_id == org_id])
+        recipients = conn.execute(select(send_recipients).where(_R.manifest_id.in_(list(claimed)))
+                                  .order_by(_R.manifest_id, _R.kind, _R.address)).all()
+        return claimed, recipients
+
+    try:
         with node.begin() as conn:
-            reservation = provider_io.reserve(conn, caps.name, mail_class.value, node.clock.now(), limits,
-                                              lease_seconds=lease_seconds, manifest_id=manifest_id)
-            marked = None
-            if reservation.decision.allowed:
-                marked = conn.execute(update(send_recipients)
-                                      .where(send_recipients.c.id == rec.id,
-                                             send_recipients.c.submission_state == rec.submission_state)
-                                      .values(submission_state=SendState.OUTCOME_UNKNOWN.value,
-                                              submission_state_at=node.clock.now(),
-                                              attempts=send_recipients.c.attempts + 1))
-                if marked.rowcount != 1:
-                    provider_io.release(conn, reservation.request_id)
-        if not reservation.decision.allowed:
-            refused = reservation.decision
-            log.info("send.provider_refused_mid_send manifest=%s class=%s reason=%s", manifest_id,
-                     mail_class.value, refused.reason)
-            rest = [r for r in recipients[index:]
-                    if recipient_submittable(r.submission_state, dedup_window_open=dedup_open)]
-            waiting = _wait_for_provider(node, rest, mail_class, refused, limits)
-            final.update(waiting)
-            if waiting:
-                errors.append(f"{len(waiting)} recipient(s) not submitted yet: "
-                              f"{_refusal_words(mail_class, refused, limits)}")
-            break
-        if marked is None or marked.rowcount != 1:
+            claimed, recipients = claim(conn)
+    except Exception:
+        if not isolate:
+            raise
+        # Nothing of the claim committed: every send of the batch is left as it was, for the next sweep.
+        log.exception("send.dispatch_failed manifests=%s", ",".join(ids))
+        results.update({mid: DispatchResult(mid, None, "dispatch_failed") for mid in ids})
+        return
+    by_send: dict[str, list[Any]] = {}
+    for r in recipients:
+        by_send.setdefault(r.manifest_id, []).append(r)
+    sends: list[_Send] = []
+    for p in proceed:
+        got = claimed.get(p.row.id)
+        if got is None:
+            results[p.row.id] = DispatchResult(p.row.id, None, "claimed by another worker")
             continue
-        final[rec.id] = SendState.OUTCOME_UNKNOWN.value
-        raised = False
-        try:
-            outcome = await transport.submit(_submission(row, rec, rendered, text, bounce, html, attached))
-        except Exception as exc:
-            log.exception("send.transport_raised manifest=%s recipient=%s", manifest_id, rec.id)
-            outcome = SubmitOutcome(state=SubmitState.OUTCOME_UNKNOWN, error_name="transport_raised",
-                                    detail=f"the transport raised {type(exc).__name__}: {exc}")
-            raised = True
-        state = outcome.state.value
-        error = None if outcome.state is SubmitState.HANDED_OVER else (outcome.detail or outcome.error_name or state)
-        answered_at = node.clock.now()
+        recs = by_send.get(p.row.id, [])
+        dedup_open = dedup_window_open(caps, got.first_attempt_at or now, now)
+        sends.append(_Send(row=p.row, mail_class=p.mail_class, rendered=p.rendered, text=p.text, html=p.html,
+                           attached=p.attached, attempts=int(got.attempts),
+                           bounce=bounce_domains.get(p.row.org_id) or p.row.envelope_from.rpartition("@")[2],
+                           queue=[r for r in recs if recipient_submittable(r.submission_state,
+                                                                           dedup_window_open=dedup_open)],
+                           final={r.id: r.submission_state for r in recs}))
+    pending: list[_Answer] = []
+    try:
+        while True:
+            window = [s for s in sends if not s.stopped and s.queue][:budgets.DISPATCH_CONCURRENCY]
+            if not window:
+                break
+            answered = {id(a.send) for a in pending}
 
-        def record_answer(conn: Connection, rec: Any = rec, outcome: SubmitOutcome = outcome, state: str = state,
-                          error: str | None = error, answered_at: datetime = answered_at,
-                          reserved: provider_io.Reservation = reservation) -> Any:
-            conn.execute(update(send_recipients).where(send_recipients.c.id == rec.id).values(
-                submission_state=state, submission_state_at=answered_at, last_error=error,
-                transport_message_id=outcome.transport_message_id or rec.transport_message_id,
-                provider_message_id=outcome.provider_message_id or rec.provider_message_id))
-            return provider_io.record(conn, caps.name, outcome, answered_at, limits, ticket=reserved.ticket,
-                                      request_id=reserved.request_id)
+            def step(conn: Connection, window: list[_Send] = window, pending: list[_Answer] = pending,
+                     answered: set[int] = answered) -> _Step:
+                out = _Step()
+                at = node.clock.now()
+                go = window
+                if pending:
+                    out.status = _record_answers(conn, caps.name, pending, limits, at)
+                    if breaker_state(out.status, at) is BreakerState.SHUT:
+                        # The provider stopped taking mail: a send whose answer this was waits, its rows left
+                        # as they were (it aggregates throttled: every pausing answer is itself throttled);
+                        # the others ask the breaker and are refused.
+                        go = [s for s in window if id(s) not in answered]
+                reservations = provider_io.reserve_many(conn, caps.name, [(s.mail_class.value, s.row.id) for s in go],
+                                                        at, limits, lease_seconds=lease_seconds)
+                allowed: list[tuple[_Send, Any, provider_io.Reservation]] = []
+                for s, res in zip(go, reservations, strict=True):
+                    if res.decision.allowed:
+                        allowed.append((s, s.queue[0], res))
+                        continue
+                    words = _refusal_words(s.mail_class, res.decision, limits)
+                    log.info("send.provider_refused_mid_send manifest=%s class=%s reason=%s", s.row.id,
+                             s.mail_class.value, res.decision.reason)
+                    out.throttled[s.row.id] = (_throttle_rest(conn, s.queue, words, at), words)
+                if allowed:
+                    out.marked = set(conn.execute(
+                        update(send_recipients)
+                        .where(tuple_(_R.id, _R.submission_state).in_([(r.id, r.submission_state)
+                                                                       for _, r, _ in allowed]))
+                        .values(submission_state=SendState.OUTCOME_UNKNOWN.value, submission_state_at=at,
+                                attempts=_R.attempts + 1)
+                        .returning(_R.id)).scalars())
+                    provider_io.release_many(conn, [res.request_id for _, r, res in allowed
+                                                    if r.id not in out.marked])
+                out.reserved = allowed
+                return out
 
-        status = record_with_retries(node, record_answer, what=f"recipient {rec.id} {state}", manifest_id=manifest_id)
-        final[rec.id] = state
-        if error:
-            errors.append(f"{rec.address}: {error}")
-        if outcome.retry_after_seconds is not None:
-            retry_after = max(retry_after or 0.0, outcome.retry_after_seconds)
-        if raised:
-            break
-        if breaker_state(status, answered_at) is BreakerState.SHUT:
-            # The provider stopped taking mail: the rest of this send waits, its rows left as they were;
-            # the send aggregates throttled because every pausing answer is itself throttled.
-            break
-    return _finish(node, row, token, final, errors, attempts, retry_after)
+            done = record_with_retries(node, step, what=f"window of {len(window)} recipient(s)",
+                                       manifest_id=window[0].row.id)
+            answered_sends = {id(a.send) for a in pending}
+            pending = []
+            if done.status is not None and breaker_state(done.status, node.clock.now()) is BreakerState.SHUT:
+                for s in window:
+                    if id(s) in answered_sends:
+                        s.stopped = True
+            for s in window:
+                if s.row.id in done.throttled:
+                    waiting, words = done.throttled[s.row.id]
+                    s.final.update(waiting)
+                    if waiting:
+                        s.errors.append(f"{len(waiting)} recipient(s) not submitted yet: {words}")
+                    s.stopped = True
+            marked = [(s, r, res) for s, r, res in done.reserved if r.id in done.marked]
+            for s, r, _ in done.reserved:
+                s.queue.pop(0)
+                if r.id in done.marked:
+                    s.final[r.id] = SendState.OUTCOME_UNKNOWN.value
+            if not marked:
+                continue
+            pending = list(await asyncio.gather(*(_submit(transport, s, r, res, node) for s, r, res in marked)))
+            for a in pending:
+                a.send.final[a.rec.id] = a.outcome.state.value
+                if a.outcome.state is not SubmitState.HANDED_OVER:
+                    a.send.errors.append(f"{a.rec.address}: "
+                                         f"{a.outcome.detail or a.outcome.error_name or a.outcome.state.value}")
+                if a.outcome.retry_after_seconds is not None:
+                    a.send.retry_after = max(a.send.retry_after or 0.0, a.outcome.retry_after_seconds)
+                if a.raised:
+                    # No further recipient of a send whose transport raised is attempted in this pass.
+                    a.send.stopped = True
+
+        def finish(conn: Connection, pending: list[_Answer] = pending) -> set[str]:
+            at = node.clock.now()
+            if pending:
+                _record_answers(conn, caps.name, pending, limits, at)
+            return _finish_batch(conn, sends, token, at)
+
+        owned = record_with_retries(node, finish, what=f"batch of {len(sends)} send(s)",
+                                    manifest_id=sends[0].row.id if sends else "")
+    except Exception:
+        if not isolate:
+            raise
+        # What committed stays (every mark before its submission); the claims lapse and ``recover_claims``
+        # resolves them from the recipients' rows.
+        log.exception("send.dispatch_failed manifests=%s", ",".join(s.row.id for s in sends))
+        results.update({s.row.id: DispatchResult(s.row.id, None, "dispatch_failed") for s in sends})
+        return
+    for s in sends:
+        if s.row.id not in owned:
+            log.warning("send.claim_lost manifest=%s token=%s", s.row.id, token)
+            results[s.row.id] = DispatchResult(s.row.id, None,
+                                               "the claim was recovered by another worker before it finished")
+            continue
+        v = _finish_values(s, now)
+        results[s.row.id] = DispatchResult(s.row.id, v["state"].value, v["last_error"] or "")
+
+
+async def _submit(transport: Transport, send: _Send, rec: Any, reservation: provider_io.Reservation,
+                  node: Node) -> _Answer:
+    """Hand one marked recipient to the transport; a transport that raises is an ``outcome_unknown`` answer
+    (logged with its traceback)."""
+    row = send.row
+    raised = False
+    try:
+        outcome = await transport.submit(_submission(row, rec, send.rendered, send.text, send.bounce, send.html,
+                                                     send.attached))
+    except Exception as exc:
+        log.exception("send.transport_raised manifest=%s recipient=%s", row.id, rec.id)
+        outcome = SubmitOutcome(state=SubmitState.OUTCOME_UNKNOWN, error_name="transport_raised",
+                                detail=f"the transport raised {type(exc).__name__}: {exc}")
+        raised = True
+    return _Answer(send, rec, outcome, node.clock.now(), reservation, raised)
 
 
 def _refusal_words(mail_class: MailClass, decision: Decision, limits: ProviderLimits) -> str:
@@ -412,61 +766,6 @@ def _refusal_words(mail_class: MailClass, decision: Decision, limits: ProviderLi
         return (f"the provider's daily quota reading reached the {mail_class.value} ceiling ({ceiling}); "
                 f"it goes again after {until}.")
     return f"the provider refuses {mail_class.value} mail now ({decision.reason})."
-
-
-def _wait_for_provider(node: Node, rest: list[Any], mail_class: MailClass, decision: Decision,
-                       limits: ProviderLimits) -> dict[str, str]:
-    """Write ``throttled`` on the not-yet-submitted rows of ``rest`` (provably never offered, so always
-    submittable again) once the breaker refused the class mid-send; returns ``{recipient id: state}``.
-
-    ``throttled`` rather than left ``held`` so the send's aggregate is ``throttled`` and it comes round
-    (``states.aggregate`` ranks a hand-over above a ``held`` row). Rows left ``outcome_unknown`` are not
-    touched: they may have left. Each write is guarded by the state read.
-    """
-    words = _refusal_words(mail_class, decision, limits)
-    waiting: dict[str, str] = {}
-    now = node.clock.now()
-    with node.begin() as conn:
-        for r in rest:
-            if r.submission_state not in NOT_YET_LEFT:
-                continue
-            done = conn.execute(update(send_recipients)
-                                .where(send_recipients.c.id == r.id,
-                                       send_recipients.c.submission_state == r.submission_state)
-                                .values(submission_state=SendState.THROTTLED.value, submission_state_at=now,
-                                        last_error=f"Not submitted yet: {words}"))
-            if done.rowcount == 1:
-                waiting[r.id] = SendState.THROTTLED.value
-    return waiting
-
-
-def _finish(node: Node, row: Any, token: str, final: dict[str, str], errors: list[str], attempts: int,
-            retry_after: float | None) -> DispatchResult:
-    """Write the aggregate under the claim token and audit ``send.<state>``."""
-    state = aggregate(final.values())
-    now = node.clock.now()
-    values: dict[str, Any] = {"state": state.value, "state_at": now, "state_reason": None, "lease_until": None,
-                              "claim_token": None, "last_error": "; ".join(errors)[:2000] or None}
-    if state is SendState.THROTTLED:
-        values["release_at"] = now + timedelta(seconds=backoff_seconds(attempts, retry_after))
-    counts: dict[str, int] = {}
-    for s in final.values():
-        counts[s] = counts.get(s, 0) + 1
-
-    def write(conn: Connection) -> bool:
-        done = conn.execute(update(send_manifests).where(send_manifests.c.id == row.id,
-                                                         send_manifests.c.claim_token == token).values(**values))
-        if done.rowcount != 1:
-            return False
-        audit.append(conn, org_id=row.org_id, at=now, action=f"send.{state.value}", actor_id=None, subject=row.id,
-                     outcome=_AUDIT_OUTCOME.get(state, "failed"),
-                     detail={"attempts": attempts, "recipients": counts, "last_error": values["last_error"]})
-        return True
-
-    if not record_with_retries(node, write, what=f"send {state.value}", manifest_id=row.id):
-        log.warning("send.claim_lost manifest=%s token=%s", row.id, token)
-        return DispatchResult(row.id, None, "the claim was recovered by another worker before it finished")
-    return DispatchResult(row.id, state.value, values["last_error"] or "")
 
 
 def record_with_retries(node: Node, write: Callable[[Connection], T], *, what: str, manifest_id: str,
@@ -600,27 +899,14 @@ def recover_claims(node: Node, caps: TransportCapabilities, *, own_executor_id: 
 async def sweep_async(node: Node, transport: Transport, *, executor_id: str = "local",
                       limit: int = budgets.DISPATCH_BATCH_MAX, mailbox_ids: list[str] | None = None,
                       lease_seconds: float = budgets.DISPATCH_LEASE_SECONDS) -> SweepReport:
-    """Recover lapsed claims, then dispatch one bounded batch of due sends, at most
-    ``budgets.DISPATCH_CONCURRENCY`` at a time (their database work is synchronous and never interleaves
-    inside a transaction; only the transport's waits overlap)."""
+    """Recover lapsed claims, then dispatch one bounded batch of due sends together (``dispatch_batch``: its
+    database work is taken per batch, at most ``budgets.DISPATCH_CONCURRENCY`` hand-overs in flight at a
+    time; one send's defect is logged and leaves that send as it was, the others finish)."""
     report = SweepReport(recovered=recover_claims(node, transport.capabilities))
-    gate = asyncio.Semaphore(budgets.DISPATCH_CONCURRENCY)
-
-    async def one(mid: str) -> DispatchResult:
-        async with gate:
-            try:
-                return await dispatch_one(node, transport, mid, executor_id=executor_id,
-                                          lease_seconds=lease_seconds)
-            except Exception:
-                # One send's defect must not sink its batch: without this the first exception left the sweep,
-                # and asyncio.run cancelled the others' hand-overs mid-flight. The others finish and are
-                # recorded; this one is logged with its traceback and left as it was (a claim it took lapses
-                # and is recovered), to be tried again by the next sweep.
-                log.exception("send.dispatch_failed manifest=%s", mid)
-                return DispatchResult(mid, None, "dispatch_failed")
-
-    report.results.extend(await asyncio.gather(*(one(mid) for mid in due_ids(node, limit, mailbox_ids,
-                                                                         transport.capabilities.name))))
+    ids = due_ids(node, limit, mailbox_ids, transport.capabilities.name)
+    if ids:
+        report.results.extend(await dispatch_batch(node, transport, ids, executor_id=executor_id,
+                                                   lease_seconds=lease_seconds))
     return report
 
 

@@ -1,7 +1,7 @@
 """The one decision at hand-over: what dispatch does with a movable send, as a pure function of class × facts.
 
 ``gates.decide`` is the seal's decision; this is its twin at hand-over (spec/outbound.md §1.7,
-spec/transactional.md §1). ``outbound.dispatch.dispatch_one`` reads the facts (the author's authority,
+spec/transactional.md §1). ``outbound.dispatch.dispatch_batch`` reads the facts (the author's authority,
 governance's ``recheck_facts``, the provider breaker) into ``HandoverFacts``, calls ``decide`` and writes
 what it returns; nothing else in dispatch chooses. In order, first match wins:
 

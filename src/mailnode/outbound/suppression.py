@@ -185,6 +185,21 @@ def suppress_recipients(conn: Connection, *, org_id: str, manifest_id: str, at: 
     return int(done.rowcount or 0)
 
 
+def suppress_many(conn: Connection, *, org_id: str, manifest_ids: list[str], at: datetime) -> int:
+    """``suppress_recipients`` for several sends of one organisation at once (a dispatch batch's claim, issue
+    19). One statement; returns the rows moved."""
+    r = send_recipients.c
+    reason = (select(suppressions.c.reason)
+              .where(suppressions.c.org_id == org_id, suppressions.c.address == func.lower(r.address))
+              .limit(1).scalar_subquery())
+    done = conn.execute(update(send_recipients)
+                        .where(r.manifest_id.in_(manifest_ids), r.submission_state.in_(NOT_YET_LEFT),
+                               reason.is_not(None))
+                        .values(submission_state=SendState.SUPPRESSED.value, submission_state_at=at,
+                                suppression_reason=reason, last_error=None))
+    return int(done.rowcount or 0)
+
+
 def no_such_suppression(address: str) -> MailnodeError:
     """404 ``E_NO_SUCH_SUPPRESSION``: the address is not on the organisation's list."""
     return not_found("E_NO_SUCH_SUPPRESSION", f"{address[:254]} is not on the suppression list.",

@@ -83,17 +83,19 @@ def test_a_transient_failure_after_the_hand_over_is_retried_not_left_outcome_unk
         conn.execute(update(mailboxes).values(hold_window_seconds=0))
     s = seal(node, org_id=installed.org_id, author_id=installed.user_id,
              request=SealRequest(mailbox_id=installed.mailbox_id, to=["ann@remote.test"], subject="Hi", body="Hi"))
-    real_append = audit.append
+    real_append_many = audit.append_many
     failed: list[str] = []
 
-    def append_failing_once(conn: Any, **kw: Any) -> str:
-        # The database fails once, as a deadlock victim or a busy SQLite would, while the aggregate is written.
-        if kw["action"] == "send.handed_over" and not failed:
-            failed.append(kw["action"])
+    def append_failing_once(conn: Any, *, org_id: str, entries: list[audit.Entry]) -> list[str]:
+        # The database fails once, as a deadlock victim or a busy SQLite would, while the batch's aggregates
+        # and their entries are written (issue 19: dispatch writes them per batch, with append_many).
+        actions = [e.action for e in entries]
+        if "send.handed_over" in actions and not failed:
+            failed.append("send.handed_over")
             raise OperationalError("INSERT INTO audit_entries ...", {}, Exception("deadlock detected"))
-        return real_append(conn, **kw)
+        return real_append_many(conn, org_id=org_id, entries=entries)
 
-    monkeypatch.setattr(audit, "append", append_failing_once)
+    monkeypatch.setattr(audit, "append_many", append_failing_once)
     report = dispatch.sweep(node, transport=sink.transport())
     assert failed == ["send.handed_over"]
     assert [r.state for r in report.results] == ["handed_over"]
