@@ -90,6 +90,23 @@ MATERIALISE_SCAN_BATCH = 500
 #: so the ``250`` was paced by materialisation; parsing is Python work, and on two cores more than a few at
 #: once only queue for the interpreter lock. 4 leaves 11 connections to the listener and the API.
 MATERIALISE_WORKER_CONCURRENCY = 4
+#: How long the listener's route cache (``ingress.route_cache``) trusts a route it looked up, seconds. A change
+#: made in this process invalidates the cache at once (a generation bumped on commit); this bounds how long a
+#: change made by another process (the CLI, a second ``serve``) can go unseen. Only existing routes are cached,
+#: so the delay can accept mail for a just-removed address (its receipt fails 451 if the mailbox row is gone),
+#: never refuse mail for a just-created one. Sized: a change takes effect about as fast as an operator can
+#: switch to a mail client and send, and at the issue-19 burst rate (hundreds of RCPTs a second) one lookup
+#: every 2 s per address costs nothing.
+ROUTE_CACHE_TTL_SECONDS = 2.0
+#: Addresses the route cache holds, oldest dropped first. Sized: a node's mailbox and VERP addresses in use
+#: at once; each entry is a few hundred bytes, so 10,000 is a few MB at most.
+ROUTE_CACHE_MAX_ENTRIES = 10_000
+#: Deliveries the listener's writer commits in one transaction (group commit, ``ingress.committer``). The
+#: group is whatever arrived while the previous commit ran, so with N concurrent clients it stays near N; the
+#: cap bounds one transaction's size (and the 451s a failed group answers) when many connections burst at
+#: once. Sized: 64 deliveries at the 25 MB maximum would be large, but a group is formed only from messages
+#: already received in memory, and aiosmtpd's connections are bounded by the clients.
+GROUP_COMMIT_MAX_DELIVERIES = 64
 #: Doctor's ``materialisation_backlog`` is degraded once the oldest receipt waiting to be materialised is this
 #: old, seconds. Sized: a receipt whose workflow start was lost waits up to one repair scan
 #: (``MATERIALISE_SCAN_INTERVAL_SECONDS``, 30) before it is queued; a burst of the corpus's size drained in

@@ -1,8 +1,9 @@
 """The content-addressed evidence store: raw inbound MIME, sealed bodies, submitted bytes.
 
 Blobs are files named by their SHA-256 under ``<data_dir>/evidence/ab/cd/<sha256>``, written to a
-temporary file, fsynced and renamed into place, so a blob is either whole or absent. Writing the same
-bytes twice is a no-op. The interface is small so an S3-compatible bucket can stand behind it later.
+temporary file, fsynced and renamed into place (its directory fsynced after), so a blob is either whole or
+absent. Writing the same bytes twice is a no-op. The interface is small so an S3-compatible bucket can stand
+behind it later.
 """
 
 from __future__ import annotations
@@ -17,6 +18,15 @@ from pathlib import Path
 from mailnode.errors import MailnodeError
 
 
+def _fsync_dir(directory: Path) -> None:
+    """fsync a directory, making the renames into it durable (POSIX). Raises ``OSError``."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class EvidenceStore:
     """Files under ``root``; ``put(bytes) -> sha256 hex``, ``get(sha256) -> bytes``."""
 
@@ -28,23 +38,41 @@ class EvidenceStore:
 
     def put(self, data: bytes) -> str:
         """Store ``data`` durably and return its SHA-256 (hex). Raises ``OSError`` when the disk refuses."""
-        digest = hashlib.sha256(data).hexdigest()
-        path = self._path(digest)
-        if path.exists():
-            return digest
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return digest
+        return self.put_many([data])[0]
+
+    def put_many(self, blobs: list[bytes]) -> list[str]:
+        """Store every blob durably; returns their SHA-256 digests (hex) in order. Raises ``OSError`` when the
+        disk refuses (blobs already renamed into place stay: whole, and harmless without a row naming them).
+
+        Each new blob is written to a temporary file and fsynced, then renamed into place; the directories
+        that received a rename are fsynced once each after all renames (POSIX makes a rename durable only
+        with its directory), so a group of deliveries sharing a directory pays for it once. Bytes already
+        stored, or repeated in ``blobs``, are written once.
+        """
+        digests = [hashlib.sha256(data).hexdigest() for data in blobs]
+        renamed: set[Path] = set()
+        written: set[str] = set()
+        for data, digest in zip(blobs, digests, strict=True):
+            path = self._path(digest)
+            if digest in written or path.exists():
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+            written.add(digest)
+            renamed.add(path.parent)
+        for directory in sorted(renamed):
+            _fsync_dir(directory)
+        return digests
 
     def get(self, digest: str) -> bytes:
         """The bytes stored under ``digest``; ``E_EVIDENCE_MISSING`` (500) when absent or altered."""
