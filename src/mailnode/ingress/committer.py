@@ -50,6 +50,13 @@ def take_group(first: object, waiting: queue.SimpleQueue[object], limit: int) ->
     return items, False
 
 
+def _stopped_error() -> MailnodeError:
+    """``E_LISTENER_STOPPED`` (503): a delivery handed over when the writer no longer runs."""
+    return MailnodeError(code="E_LISTENER_STOPPED", what="The listener's receipt writer is not running.",
+                         why="The listener is stopping, or its writer thread ended on an error (logged).",
+                         fix="Retry: the sending server will, once the node is serving again.", status=503)
+
+
 _Pending = tuple[bytes, receipts.Envelope, "Future[list[str]]"]
 
 
@@ -66,6 +73,7 @@ class GroupCommitter:
         self._waiting: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._enqueuer: ThreadPoolExecutor | None = None
+        self._stopped = False
 
     def start(self) -> None:
         """Start the writer thread (and the enqueuing thread when ``on_committed`` is given)."""
@@ -77,22 +85,29 @@ class GroupCommitter:
     def submit(self, raw: bytes, envelope: receipts.Envelope) -> Future[list[str]]:
         """Queue one delivery; the future gets its receipt ids once they are committed, or the exception that
         failed its group. Raises ``E_MESSAGE_TOO_LARGE`` / ``E_NO_RECIPIENTS`` at once (``receipts.check``),
-        and ``E_LISTENER_STOPPED`` (503) when the writer is not running."""
+        and ``E_LISTENER_STOPPED`` (503) once ``stop()`` was called or the writer died. Deliveries submitted
+        before ``start()`` wait for it (the first groups are formed from them)."""
         receipts.check(raw, envelope)
-        if self._thread is None or not self._thread.is_alive():
-            raise MailnodeError(code="E_LISTENER_STOPPED", what="The listener's receipt writer is not running.",
-                                why="The listener is stopping or was never started.",
-                                fix="Retry: the sending server will, once the node is serving again.", status=503)
+        if self._stopped or (self._thread is not None and not self._thread.is_alive()):
+            raise _stopped_error()
         fut: Future[list[str]] = Future()
         self._waiting.put((raw, envelope, fut))
         return fut
 
     def stop(self) -> None:
         """Commit what is already waiting, then end the writer and the enqueuing thread (waits for both)."""
+        self._stopped = True
         if self._thread is not None:
             self._waiting.put(_STOP)
             self._thread.join()
             self._thread = None
+        while True:  # a delivery submitted as the writer stopped: its DATA answers 451, not never
+            try:
+                item = self._waiting.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, tuple):
+                item[2].set_exception(_stopped_error())
         if self._enqueuer is not None:
             self._enqueuer.shutdown(wait=True)
             self._enqueuer = None
