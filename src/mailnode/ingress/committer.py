@@ -8,11 +8,15 @@ row in one transaction. Only then is each future resolved with its delivery's re
 never answered before its own receipt is durable. If the group's writes fail, every future of that group
 (and only those) gets the exception and the listener answers ``451``; nothing of the group was committed.
 
-Materialisation work: after a group's futures are resolved, its receipt ids go to ``on_committed`` on a
-second thread (one call per group, in commit order), which enqueues their DBOS workflows, so the system
-database's writes are neither on the ``250`` path nor on the writer's. A lost call (a crash, a failing
-enqueue) leaves receipts with ``workflow_done_at`` unset, which the repair scan
-(``ingress.workflows.scan_unmaterialised``) enqueues.
+Materialisation work: after a group's futures are resolved, its receipt ids go to a second thread, the
+enqueuer, which hands them to ``on_committed`` (``ingress.workflows.start``: one DBOS workflow enqueued per
+receipt, a system-database write each), so those writes are neither on the ``250`` path nor on the writer's.
+Accept first, materialise after: the enqueuer holds the ids while deliveries keep arriving and calls
+``on_committed`` once the listener has committed nothing for ``budgets.MATERIALISE_DEFER_QUIET_SECONDS``, or
+once the oldest id held has waited ``budgets.MATERIALISE_DEFER_MAX_SECONDS`` (so a steady stream is still
+materialised); a burst is therefore taken at the listener's speed before its materialisation competes with it
+for the interpreter and the database's writer lock. A lost call (a crash, a failing enqueue) leaves receipts
+with ``workflow_done_at`` unset, which the repair scan (``ingress.workflows.scan_unmaterialised``) enqueues.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
@@ -57,6 +62,14 @@ def _stopped_error() -> MailnodeError:
                          fix="Retry: the sending server will, once the node is serving again.", status=503)
 
 
+def enqueue_wait(first_at: float, last_at: float, now: float, quiet: float = budgets.MATERIALISE_DEFER_QUIET_SECONDS,
+                 longest: float = budgets.MATERIALISE_DEFER_MAX_SECONDS) -> float:
+    """Seconds the enqueuer still holds receipt ids before handing them over (pure; 0 = now): until ``quiet``
+    seconds passed since the last commit (``last_at``), or ``longest`` since the oldest held (``first_at``),
+    whichever comes first (monotonic seconds)."""
+    return max(0.0, min(last_at + quiet, first_at + longest) - now)
+
+
 _Pending = tuple[bytes, receipts.Envelope, "Future[list[str]]"]
 
 
@@ -72,13 +85,15 @@ class GroupCommitter:
         self.group_sizes: list[int] = []
         self._waiting: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._enqueuer: ThreadPoolExecutor | None = None
+        self._committed: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._enqueuer: threading.Thread | None = None
         self._stopped = False
 
     def start(self) -> None:
         """Start the writer thread (and the enqueuing thread when ``on_committed`` is given)."""
         if self.on_committed is not None:
-            self._enqueuer = ThreadPoolExecutor(1, thread_name_prefix="mailnode-enqueue")
+            self._enqueuer = threading.Thread(target=self._enqueue_loop, name="mailnode-enqueue", daemon=True)
+            self._enqueuer.start()
         self._thread = threading.Thread(target=self._run, name="mailnode-group-commit", daemon=True)
         self._thread.start()
 
@@ -108,8 +123,9 @@ class GroupCommitter:
                 break
             if isinstance(item, tuple):
                 item[2].set_exception(_stopped_error())
-        if self._enqueuer is not None:
-            self._enqueuer.shutdown(wait=True)
+        if self._enqueuer is not None:  # what it holds is handed over now, not dropped
+            self._committed.put(_STOP)
+            self._enqueuer.join()
             self._enqueuer = None
 
     def _run(self) -> None:
@@ -132,7 +148,26 @@ class GroupCommitter:
         for (_, _, fut), delivered in zip(group, ids, strict=True):
             fut.set_result(delivered)
         if self._enqueuer is not None:
-            self._enqueuer.submit(self._enqueue, [rid for delivered in ids for rid in delivered])
+            self._committed.put([rid for delivered in ids for rid in delivered])
+
+    def _enqueue_loop(self) -> None:
+        held: list[str] = []
+        first_at = last_at = 0.0
+        while True:
+            timeout = enqueue_wait(first_at, last_at, time.monotonic()) if held else None
+            try:
+                item = self._committed.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            if isinstance(item, list):
+                last_at = time.monotonic()
+                first_at = first_at if held else last_at
+                held.extend(item)
+            if held and (item is _STOP or enqueue_wait(first_at, last_at, time.monotonic()) == 0.0):
+                self._enqueue(held)
+                held = []
+            if item is _STOP:
+                return
 
     def _enqueue(self, ids: list[str]) -> None:
         assert self.on_committed is not None
