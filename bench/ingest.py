@@ -11,7 +11,9 @@ the messages over N concurrent SMTP clients. The defaults are issue 19's: 2 roun
 The load average (1 minute) is printed with the figures: the machine may be shared.
 
 ``--py-spy PATH`` records the ``serve`` process with py-spy (every thread, idle ones excluded) while the
-messages are sent, into PATH (speedscope JSON); ``--py-spy-bin`` names the executable.
+messages are sent, into PATH (speedscope JSON); ``--py-spy-bin`` names the executable. The CPU the ``serve``
+process used until the last ``250`` is printed per message: on a shared machine it varies less than the
+rates do.
 
     .venv/bin/python bench/ingest.py [ROUNDS] [--clients N] [--py-spy PATH]
 """
@@ -119,6 +121,12 @@ def send_all(port: int, rounds: list[list[bytes]], clients: int = 1) -> float:
     return time.perf_counter() - start
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds the process ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_materialised(data: Path, timeout: float = 1800.0) -> None:
     """Return once no receipt of the node in ``data`` waits to be materialised (quarantined ones are done)."""
     engine = create_engine(load_settings(data).resolved_database_url)
@@ -170,8 +178,9 @@ def main() -> None:
                                         "--output", str(args.py_spy), "--threads", "--rate", "200"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(1.0)  # let py-spy attach before the first message
-            start = time.perf_counter()
+            start, cpu_before = time.perf_counter(), cpu_seconds(proc.pid)
             node_seconds = send_all(smtp, batches, clients)
+            node_cpu = cpu_seconds(proc.pid) - cpu_before
             if spy is not None:
                 spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
                 spy.wait(60)
@@ -190,6 +199,7 @@ def main() -> None:
     node_rate, bare_rate = n / node_seconds, n / bare_seconds
     materialised_rate = n / materialised_seconds
     print(json.dumps({"messages": n, "clients": clients, "node_seconds": round(node_seconds, 2),
+                      "node_cpu_ms_per_message_to_last_250": round(1000 * node_cpu / n, 2),
                       "materialised_seconds": round(materialised_seconds, 2), "bare_seconds": round(bare_seconds, 2),
                       "node_per_second": round(node_rate, 1), "materialised_per_second": round(materialised_rate, 1),
                       "bare_per_second": round(bare_rate, 1), "ratio": round(node_rate / bare_rate, 3),

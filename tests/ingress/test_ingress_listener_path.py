@@ -1,4 +1,5 @@
-"""The route cache's decisions, as tables: when a cached route may be used, which statements invalidate it."""
+"""The listener path's decisions, as tables: when a cached route may be used, which statements invalidate it,
+how long committed receipts wait to be enqueued; and the evidence store's group write."""
 
 from __future__ import annotations
 
@@ -65,3 +66,28 @@ def test_the_cache_holds_at_most_its_budget_dropping_the_oldest() -> None:
         cache.put(f"a{n}@example.test", Route("org_1", "mbx_1", f"a{n}@example.test"), gen, cache.now())
     assert cache.get("a0@example.test") is None
     assert cache.get("a1@example.test") is not None and cache.get("a2@example.test") is not None
+
+
+@pytest.mark.parametrize(("first_at", "last_at", "now", "expected"), [
+    (10.0, 10.0, 10.0, 0.2),    # just committed: wait for a quiet gap
+    (10.0, 10.1, 10.2, 0.1),    # deliveries keep coming: the gap is counted from the last
+    (10.0, 10.1, 10.3, 0.0),    # quiet long enough: enqueue now
+    (10.0, 14.9, 14.95, 0.05),  # a steady stream: the oldest held bounds the wait...
+    (10.0, 15.0, 15.0, 0.0),    # ...to 5 s
+])
+def test_enqueue_wait(first_at: float, last_at: float, now: float, expected: float) -> None:
+    from mailnode.ingress.committer import enqueue_wait
+
+    assert enqueue_wait(first_at, last_at, now, quiet=0.2, longest=5.0) == pytest.approx(expected)
+
+
+def test_put_many_stores_each_blob_once_and_whole(tmp_path: Any) -> None:
+    from mailnode.evidence import EvidenceStore
+
+    store = EvidenceStore(tmp_path)
+    already = store.put(b"stored before")
+    blobs = [b"one", b"two", b"one", b"stored before", b"three"]
+    digests = store.put_many(blobs)
+    assert digests[0] == digests[2] and digests[3] == already
+    assert [store.get(d) for d in digests] == blobs
+    assert not [p for p in tmp_path.rglob(".tmp-*")]  # no temporary file left behind
