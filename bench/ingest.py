@@ -2,14 +2,20 @@
 
 Starts ``mailnode serve`` (SQLite unless MAILNODE_DATABASE_URL is set) in a temporary data directory on
 free loopback ports, and a bare aiosmtpd server whose handler only appends the bytes to a file; sends the
-same messages (every corpus .eml/.txt with CRLF line endings, repeated ROUNDS times) to each over one
-connection per round and client, and prints messages per second for both and their ratio. A node's rate counts
-the time to its ``250``, which comes only after the evidence write and the receipt commit; ``materialised``
-counts the time until no receipt is left unmaterialised (nor quarantined), read from the node's database
-after the last ``250``. ``--clients N`` splits the messages over N concurrent SMTP clients (issue 19 measures
-with 4). The load average (1 minute) is printed with the figures: the machine may be shared.
+same messages (every corpus .eml/.txt with CRLF line endings, ROUNDS times, each copy given its own
+``Message-ID`` so none is a duplicate of another) to each over one connection per round and client, and prints
+messages per second for both and their ratios. A node's rate counts the time to its last ``250``, which comes
+only after the evidence write and the receipt commit; ``materialised`` counts the time until no receipt is left
+unmaterialised (nor quarantined), read from the node's database after the last ``250``. ``--clients N`` deals
+the messages over N concurrent SMTP clients. The defaults are issue 19's: 2 rounds (466 messages), 4 clients.
+The load average (1 minute) is printed with the figures: the machine may be shared.
 
-    .venv/bin/python bench/ingest.py [ROUNDS] [--clients N]
+``--py-spy PATH`` records the ``serve`` process with py-spy (every thread, idle ones excluded) while the
+messages are sent, into PATH (speedscope JSON); ``--py-spy-bin`` names the executable. The CPU the ``serve``
+process used until the last ``250`` is printed per message: on a shared machine it varies less than the
+rates do.
+
+    .venv/bin/python bench/ingest.py [ROUNDS] [--clients N] [--py-spy PATH]
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import smtplib
 import socket
 import subprocess
@@ -71,25 +78,53 @@ class SinkController(Controller):
 
 
 def messages() -> list[bytes]:
+    """Every corpus message with CRLF line endings."""
     files = sorted(p for p in CORPUS.rglob("*")
                    if p.is_file() and p.suffix in (".eml", ".txt") and "LICENSES" not in p.parts)
     return [p.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") for p in files]
 
 
-def send_one_client(port: int, msgs: list[bytes], rounds: int) -> None:
-    for _ in range(rounds):
+def with_message_id(raw: bytes, message_id: str) -> bytes:
+    """``raw`` with its ``Message-ID`` header(s) (continuation lines included) replaced by ``message_id``,
+    written first; the body is untouched."""
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    kept: list[bytes] = []
+    dropping = False
+    for line in head.split(b"\r\n"):
+        if line[:1] in (b" ", b"\t") and dropping:
+            continue
+        dropping = line.lower().startswith(b"message-id:")
+        if not dropping:
+            kept.append(line)
+    return f"Message-ID: <{message_id}>\r\n".encode() + b"\r\n".join(kept) + sep + body
+
+
+def rounds_of(msgs: list[bytes], rounds: int) -> list[list[bytes]]:
+    """The messages of each round, every copy with a Message-ID of its own."""
+    return [[with_message_id(raw, f"bench-{r}-{i}@bench.test") for i, raw in enumerate(msgs)] for r in range(rounds)]
+
+
+def send_one_client(port: int, rounds: list[list[bytes]]) -> None:
+    for msgs in rounds:
         with smtplib.SMTP("127.0.0.1", port) as c:
             for raw in msgs:
                 c.sendmail("sender@remote.test", ["support@example.test"], raw)
 
 
-def send_all(port: int, msgs: list[bytes], rounds: int, clients: int = 1) -> float:
-    """Seconds until every message got its ``250``, the messages dealt round-robin over ``clients``."""
+def send_all(port: int, rounds: list[list[bytes]], clients: int = 1) -> float:
+    """Seconds until every message got its ``250``, each round's messages dealt round-robin over ``clients``."""
     start = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
-        for done in [pool.submit(send_one_client, port, msgs[i::clients], rounds) for i in range(clients)]:
+        for done in [pool.submit(send_one_client, port, [msgs[i::clients] for msgs in rounds])
+                     for i in range(clients)]:
             done.result()
     return time.perf_counter() - start
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds the process ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_materialised(data: Path, timeout: float = 1800.0) -> None:
@@ -112,12 +147,14 @@ def wait_materialised(data: Path, timeout: float = 1800.0) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("rounds", nargs="?", type=int, default=3)
-    parser.add_argument("--clients", type=int, default=1, help="concurrent SMTP clients (issue 19: 4)")
+    parser.add_argument("rounds", nargs="?", type=int, default=2, help="times the corpus is sent (issue 19: 2)")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent SMTP clients (issue 19: 4)")
+    parser.add_argument("--py-spy", dest="py_spy", type=Path, help="record serve with py-spy into this file")
+    parser.add_argument("--py-spy-bin", default="py-spy", help="the py-spy executable")
     args = parser.parse_args()
-    rounds, clients = args.rounds, args.clients
-    msgs = messages()
-    n = len(msgs) * rounds
+    clients = args.clients
+    batches = rounds_of(messages(), args.rounds)
+    n = sum(len(b) for b in batches)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "node"
         env = {**os.environ}
@@ -135,8 +172,18 @@ def main() -> None:
                         break
                 except httpx.HTTPError:
                     time.sleep(0.2)
-            start = time.perf_counter()
-            node_seconds = send_all(smtp, msgs, rounds, clients)
+            spy = None
+            if args.py_spy is not None:
+                spy = subprocess.Popen([args.py_spy_bin, "record", "--pid", str(proc.pid), "--format", "speedscope",
+                                        "--output", str(args.py_spy), "--threads", "--rate", "200"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1.0)  # let py-spy attach before the first message
+            start, cpu_before = time.perf_counter(), cpu_seconds(proc.pid)
+            node_seconds = send_all(smtp, batches, clients)
+            node_cpu = cpu_seconds(proc.pid) - cpu_before
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+                spy.wait(60)
             wait_materialised(data)
             materialised_seconds = time.perf_counter() - start
         finally:
@@ -146,13 +193,15 @@ def main() -> None:
         sink = SinkController(FileSink(Path(tmp) / "sink.mbox"), hostname="127.0.0.1", port=sink_port)
         sink.start()
         try:
-            bare_seconds = send_all(sink_port, msgs, rounds, clients)
+            bare_seconds = send_all(sink_port, batches, clients)
         finally:
             sink.stop()
     node_rate, bare_rate = n / node_seconds, n / bare_seconds
     materialised_rate = n / materialised_seconds
-    print(json.dumps({"messages": n, "clients": clients, "node_per_second": round(node_rate, 1),
-                      "materialised_per_second": round(materialised_rate, 1),
+    print(json.dumps({"messages": n, "clients": clients, "node_seconds": round(node_seconds, 2),
+                      "node_cpu_ms_per_message_to_last_250": round(1000 * node_cpu / n, 2),
+                      "materialised_seconds": round(materialised_seconds, 2), "bare_seconds": round(bare_seconds, 2),
+                      "node_per_second": round(node_rate, 1), "materialised_per_second": round(materialised_rate, 1),
                       "bare_per_second": round(bare_rate, 1), "ratio": round(node_rate / bare_rate, 3),
                       "materialised_ratio": round(materialised_rate / bare_rate, 4),
                       "load_average_1m": round(os.getloadavg()[0], 2)}))

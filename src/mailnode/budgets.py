@@ -90,6 +90,38 @@ MATERIALISE_SCAN_BATCH = 500
 #: so the ``250`` was paced by materialisation; parsing is Python work, and on two cores more than a few at
 #: once only queue for the interpreter lock. 4 leaves 11 connections to the listener and the API.
 MATERIALISE_WORKER_CONCURRENCY = 4
+#: How long the listener's route cache (``ingress.route_cache``) trusts a route it looked up, seconds. A change
+#: made in this process invalidates the cache at once (a generation bumped on commit); this bounds how long a
+#: change made by another process (the CLI, a second ``serve``) can go unseen. Only existing routes are cached,
+#: so the delay can accept mail for a just-removed address (its receipt fails 451 if the mailbox row is gone),
+#: never refuse mail for a just-created one. Sized: a change takes effect about as fast as an operator can
+#: switch to a mail client and send, and at the issue-19 burst rate (hundreds of RCPTs a second) one lookup
+#: every 2 s per address costs nothing.
+ROUTE_CACHE_TTL_SECONDS = 2.0
+#: Addresses the route cache holds, oldest dropped first. Sized: a node's mailbox and VERP addresses in use
+#: at once; each entry is a few hundred bytes, so 10,000 is a few MB at most.
+ROUTE_CACHE_MAX_ENTRIES = 10_000
+#: Deliveries the listener's writer commits in one transaction (group commit, ``ingress.committer``). The
+#: group is whatever arrived while the previous commit ran, so with N concurrent clients it stays near N; the
+#: cap bounds one transaction's size (and the 451s a failed group answers) when many connections burst at
+#: once. Sized: 64 deliveries at the 25 MB maximum would be large, but a group is formed only from messages
+#: already received in memory, and aiosmtpd's connections are bounded by the clients.
+GROUP_COMMIT_MAX_DELIVERIES = 64
+#: Threads that write and fsync a group's evidence blobs at once (``EvidenceStore.put_many``). Sized: fsync is
+#: I/O, not interpreter work, and concurrent fsyncs share the file system's journal commit (ext4 on the
+#: development container: 2.7 ms a file one after another, 0.7 ms a file four at a time); 4 matches the
+#: issue-19 clients, hence the usual group size.
+EVIDENCE_FSYNC_THREADS = 4
+#: Accept first, materialise after (issue 19): the listener holds the receipt ids of committed deliveries and
+#: enqueues their materialisation once no delivery was committed for this long, seconds. Sized: longer than
+#: the gap between deliveries of a burst (a few ms at the issue-19 rate; 4 clients each wait only for their
+#: own 250) and short against the queue's own poll (``DBOS_QUEUE_POLL_SECONDS``, 0.05) plus a materialisation
+#: (tens of ms), so a lone delivery is materialised about as soon as before.
+MATERIALISE_DEFER_QUIET_SECONDS = 0.2
+#: ...but never later than this after the oldest held receipt was committed, seconds: a steady stream with
+#: no quiet gap is still materialised. Sized: the issue-19 burst (466 messages) takes under 2 s at the target
+#: rate, and doctor's ``materialisation_backlog`` counts a receipt from its commit either way.
+MATERIALISE_DEFER_MAX_SECONDS = 5.0
 #: Doctor's ``materialisation_backlog`` is degraded once the oldest receipt waiting to be materialised is this
 #: old, seconds. Sized: a receipt whose workflow start was lost waits up to one repair scan
 #: (``MATERIALISE_SCAN_INTERVAL_SECONDS``, 30) before it is queued; a burst of the corpus's size drained in

@@ -1,8 +1,9 @@
 """Accepting a delivery: the raw bytes into the evidence store, then one receipt per delivered-to address.
 
-This is the only way mail enters the node (SMTP and ``mailnode ingest`` both call ``accept``). The bytes
-are written (fsynced) before the receipt rows commit, and the SMTP listener answers ``250`` only after
-``accept`` returns, so an accepted message is never lost; if either write fails, the caller answers
+This is the only way mail enters the node (``mailnode ingest`` calls ``accept``; the SMTP listener's group
+committer calls ``accept_group`` for the deliveries that arrived together). The bytes are written (fsynced)
+before the receipt rows commit, and the SMTP listener answers ``250`` only after its delivery's group
+committed, so an accepted message is never lost; if either write fails, the caller answers
 ``4xx`` and nothing half-written remains (a stored blob without a receipt is harmless and deduplicated).
 """
 
@@ -77,6 +78,20 @@ def too_large(size: int) -> MailnodeError:
     )
 
 
+def check(raw: bytes, envelope: Envelope) -> None:
+    """Refuse a delivery that can never be accepted, before anything is written (pure).
+
+    Raises ``E_MESSAGE_TOO_LARGE`` (413) over ``budgets.MESSAGE_MAX_BYTES`` and ``E_NO_RECIPIENTS`` (422) when
+    the envelope names no route.
+    """
+    if len(raw) > budgets.MESSAGE_MAX_BYTES:
+        raise too_large(len(raw))
+    if not envelope.routes:
+        raise MailnodeError(code="E_NO_RECIPIENTS", what="The delivery names no recipient on this node.",
+                            why="A receipt is written per delivered-to mailbox address.",
+                            fix="Address the message to one of the node's mailbox addresses.", status=422)
+
+
 def accept(node: Node, raw: bytes, envelope: Envelope) -> list[str]:
     """Store ``raw`` and write one receipt per distinct route; returns the receipt ids in route order.
 
@@ -85,23 +100,37 @@ def accept(node: Node, raw: bytes, envelope: Envelope) -> list[str]:
     Raises ``E_MESSAGE_TOO_LARGE`` (413) before anything is written, ``E_NO_RECIPIENTS`` (422) when
     no route is given, ``OSError`` or a database error when a write fails (nothing committed).
     """
-    if len(raw) > budgets.MESSAGE_MAX_BYTES:
-        raise too_large(len(raw))
-    if not envelope.routes:
-        raise MailnodeError(code="E_NO_RECIPIENTS", what="The delivery names no recipient on this node.",
-                            why="A receipt is written per delivered-to mailbox address.",
-                            fix="Address the message to one of the node's mailbox addresses.", status=422)
-    digest = node.evidence.put(raw)
+    return accept_group(node, [(raw, envelope)])[0]
+
+
+def accept_group(node: Node, deliveries: list[tuple[bytes, Envelope]]) -> list[list[str]]:
+    """Accept several deliveries together: every blob written (``EvidenceStore.put_many``: one fsync per
+    blob, one per directory), then every receipt row in **one** transaction. Returns each delivery's receipt
+    ids, in the order given.
+
+    All or nothing: if any write fails, the error propagates and no receipt of the group is committed (blobs
+    already stored are harmless and deduplicated). Each delivery is first checked (:func:`check`), so an
+    over-sized or recipient-less delivery raises before anything is written; the group committer checks
+    them one by one before grouping, so one bad delivery does not fail the others.
+    """
+    for raw, envelope in deliveries:
+        check(raw, envelope)
+    digests = node.evidence.put_many([raw for raw, _ in deliveries])
     now = node.clock.now()
-    ids: list[str] = []
-    with node.begin() as conn:
+    out: list[list[str]] = []
+    rows: list[dict[str, object]] = []
+    for (raw, envelope), digest in zip(deliveries, digests, strict=True):
+        ids: list[str] = []
         for route in distinct_routes(envelope.routes):
             rid = new_id("rcpt")
-            conn.execute(ingress_receipts.insert().values(
-                id=rid, org_id=route.org_id, mailbox_id=route.mailbox_id,
-                envelope_from=normalise_reverse_path(envelope.mail_from), envelope_to=route.address,
-                remote_addr=envelope.remote_addr, helo=envelope.helo, size_bytes=len(raw), sha256=digest,
-                source=envelope.source, received_at=now,
-            ))
+            rows.append({
+                "id": rid, "org_id": route.org_id, "mailbox_id": route.mailbox_id,
+                "envelope_from": normalise_reverse_path(envelope.mail_from), "envelope_to": route.address,
+                "remote_addr": envelope.remote_addr, "helo": envelope.helo, "size_bytes": len(raw),
+                "sha256": digest, "source": envelope.source, "received_at": now,
+            })
             ids.append(rid)
-    return ids
+        out.append(ids)
+    with node.begin() as conn:
+        conn.execute(ingress_receipts.insert(), rows)
+    return out

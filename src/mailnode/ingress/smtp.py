@@ -11,8 +11,14 @@ Behaviour (RFC 5321):
 - ``MAIL FROM:<>`` (the null reverse path of bounces) is accepted.
 - A recipient repeated in one transaction (compared by ``receipts.recipient_key``: local part as written,
   domain case-insensitively, RFC 5321 §2.4) is answered ``250`` again but delivered once.
-- The reply to ``DATA`` is ``250`` only after ``receipts.accept`` stored the bytes and committed one
-  receipt per delivered-to address; any failure there answers ``451`` so the client retries.
+- The reply to ``DATA`` is ``250`` only after the bytes are stored and one receipt per delivered-to address
+  is committed; any failure there answers ``451`` so the client retries. Concurrent deliveries are committed
+  together by the listener's writer thread (``ingress.committer``, group commit), which is the ``DATA``
+  handler's one thread hop; a failed group answers ``451`` to each of its deliveries and to no other.
+- ``RCPT TO`` is answered from the route cache (``ingress.route_cache``) when the address was routed before and
+  nothing route-related changed since; otherwise it is looked up on a worker thread.
+Materialisation is not on the ``250`` path: the writer hands each committed group's receipt ids to
+``on_accepted`` on its own thread (``ingress.workflows.start`` enqueues their DBOS workflows).
 Per-transaction state (the routes of the current envelope) is kept apart from the connection.
 Credentials are never logged (the listener offers no AUTH).
 """
@@ -30,7 +36,8 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from mailnode import budgets
 from mailnode.errors import MailnodeError
-from mailnode.ingress import receipts, routing
+from mailnode.ingress import receipts, route_cache, routing
+from mailnode.ingress.committer import GroupCommitter
 from mailnode.node import Node
 
 log = logging.getLogger("mailnode.smtp")
@@ -48,11 +55,14 @@ REPLY_LOOKUP_FAILED = "451 4.3.0 Temporary local problem looking up the recipien
 
 
 class IngressHandler:
-    """aiosmtpd handler: routes recipients, stores deliveries, then tells ``on_accepted`` the receipt ids."""
+    """aiosmtpd handler: routes recipients (through the route cache), hands each delivery to the group
+    committer and answers once its receipts are committed."""
 
-    def __init__(self, node: Node, on_accepted: Callable[[list[str]], None] | None = None) -> None:
+    def __init__(self, node: Node, committer: GroupCommitter) -> None:
         self.node = node
-        self.on_accepted = on_accepted
+        self.committer = committer
+        self.routes = route_cache.RouteCache(receipts.recipient_key)
+        route_cache.watch(node.engine)
         # Per transaction: aiosmtpd makes a new Envelope for each MAIL FROM, so keying on it keeps
         # one transaction's routes from leaking into the next on the same connection.
         self._routes: weakref.WeakKeyDictionary[Envelope, list[routing.Route]] = weakref.WeakKeyDictionary()
@@ -60,8 +70,12 @@ class IngressHandler:
         self._seen: weakref.WeakKeyDictionary[Envelope, set[str]] = weakref.WeakKeyDictionary()
 
     def _resolve(self, address: str) -> routing.Route | None:
+        gen, at = route_cache.generation(), self.routes.now()
         with self.node.read() as conn:
-            return routing.resolve(conn, address, self.node.settings.bounce_domain)
+            route = routing.resolve(conn, address, self.node.settings.bounce_domain)
+        if route is not None:
+            self.routes.put(address, route, gen, at)
+        return route
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope, address: str,
                           rcpt_options: list[str]) -> str:
@@ -72,11 +86,13 @@ class IngressHandler:
         seen = self._seen.setdefault(envelope, set())
         if key in seen:
             return REPLY_OK  # already a recipient of this transaction: one delivery per address
-        try:
-            route = await asyncio.to_thread(self._resolve, address)
-        except Exception:  # a database fault is a temporary refusal, logged with its traceback
-            log.exception("smtp.rcpt_lookup_failed")
-            return REPLY_LOOKUP_FAILED
+        route = self.routes.get(address)
+        if route is None:
+            try:
+                route = await asyncio.to_thread(self._resolve, address)
+            except Exception:  # a database fault is a temporary refusal, logged with its traceback
+                log.exception("smtp.rcpt_lookup_failed")
+                return REPLY_LOOKUP_FAILED
         if route is None:
             return REPLY_UNKNOWN_RECIPIENT.format(address=address)
         envelope.rcpt_tos.append(address)
@@ -97,7 +113,7 @@ class IngressHandler:
         env = receipts.Envelope(mail_from=str(envelope.mail_from or ""), routes=routes, remote_addr=peer,
                                 helo=session.host_name, source="smtp")
         try:
-            ids = await asyncio.to_thread(receipts.accept, self.node, raw, env)
+            await asyncio.wrap_future(self.committer.submit(raw, env))
         except MailnodeError as exc:
             if exc.code == "E_MESSAGE_TOO_LARGE":
                 return REPLY_TOO_LARGE
@@ -106,18 +122,7 @@ class IngressHandler:
         except Exception:  # the client retries; the traceback is logged
             log.exception("smtp.accept_failed")
             return REPLY_TRY_AGAIN
-        if self.on_accepted is not None:
-            # Started off the event loop and not awaited: the receipts are committed, so the 250 need not
-            # wait for the workflow start, and the repair scan covers a start that fails.
-            asyncio.get_running_loop().run_in_executor(None, self._start, ids)
         return REPLY_ACCEPTED
-
-    def _start(self, ids: list[str]) -> None:
-        assert self.on_accepted is not None
-        try:
-            self.on_accepted(ids)
-        except Exception:  # the receipts are committed; the repair scan materialises them
-            log.exception("smtp.materialise_start_failed receipts=%s", ids)
 
 
 class _LiberalSMTP(SMTP):
@@ -128,22 +133,36 @@ class _LiberalSMTP(SMTP):
 
 
 class IngressController(Controller):
-    """A threaded aiosmtpd controller serving ``IngressHandler`` with mailnode's limits."""
+    """A threaded aiosmtpd controller serving ``IngressHandler`` with mailnode's limits; stopping it stops
+    the handler's group committer after the server (what was already handed over is committed)."""
+
+    handler: IngressHandler
 
     def factory(self) -> SMTP:
         """The SMTP protocol instance for one connection."""
         return _LiberalSMTP(self.handler, **self.SMTP_kwargs)
 
+    def stop(self, no_assert: bool = False) -> None:
+        """Stop serving, then commit what is waiting and stop the writer thread."""
+        try:
+            super().stop(no_assert)
+        finally:
+            self.handler.committer.stop()
+
 
 def start_listener(node: Node, on_accepted: Callable[[list[str]], None] | None = None,
                    host: str | None = None, port: int | None = None) -> IngressController:
-    """Start listening (default: the ``smtp`` setting); returns the controller (``.stop()`` to stop)."""
+    """Start listening (default: the ``smtp`` setting); returns the controller (``.stop()`` to stop).
+    ``on_accepted`` gets the receipt ids of each committed group, on the committer's enqueuing thread."""
     h, p = node.settings.smtp_hostport
-    controller = IngressController(IngressHandler(node, on_accepted), hostname=host or h,
+    committer = GroupCommitter(node, on_accepted)
+    committer.start()
+    controller = IngressController(IngressHandler(node, committer), hostname=host or h,
                                    port=port if port is not None else p,
                                    data_size_limit=budgets.MESSAGE_MAX_BYTES, ident="mailnode")
-    controller.start()
+    try:
+        controller.start()
+    except BaseException:
+        committer.stop()
+        raise
     return controller
-
-
-

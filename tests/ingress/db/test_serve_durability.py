@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from tests.corpus import CORPUS
 from tests.support.served import Served, served_env
@@ -84,3 +85,55 @@ def test_a_receipt_whose_workflow_never_started_is_materialised_by_the_scan(serv
     served.start()
     msgs = _wait_for(served, 1)
     assert [m["subject"] for m in msgs] == ["orphan"]
+
+
+def test_kill9_during_a_burst_loses_no_message_that_got_its_250(served: Any) -> None:
+    """Four clients send as fast as they can; the process is killed in the middle. Every message answered 250
+    has its receipt and its bytes, read from the database and the evidence store after the kill."""
+    import threading
+
+    from mailnode.config import load_settings
+    from mailnode.node import Node
+    from mailnode.schema.ingress import ingress_receipts
+
+    served.start()
+    accepted: list[str] = []
+    lock = threading.Lock()
+
+    def client(c: int) -> None:
+        try:
+            with smtplib.SMTP("127.0.0.1", served.smtp, timeout=30) as s:
+                for n in range(200):
+                    subject = f"burst {c}-{n}"
+                    raw = (f"From: a@remote.test\r\nTo: support@example.test\r\nSubject: {subject}\r\n"
+                           f"Message-ID: <{c}-{n}@remote.test>\r\n\r\nhi\r\n").encode()
+                    s.sendmail("a@remote.test", ["support@example.test"], raw)  # raises unless 250
+                    with lock:
+                        accepted.append(subject)
+        except (smtplib.SMTPException, OSError):
+            return  # the kill: this client's message in flight got no 250
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(4)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while len(accepted) < 40 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    served.kill9()
+    for t in threads:
+        t.join()
+    with lock:
+        answered = set(accepted)
+    assert 40 <= len(answered) < 800  # killed during the burst, not before nor after it
+    node = Node.open(load_settings(served.data_dir, database_url=served.env["MAILNODE_DATABASE_URL"]))
+    try:
+        with node.read() as conn:
+            digests = conn.execute(select(ingress_receipts.c.sha256)).scalars().all()
+        stored = set()
+        for digest in digests:  # evidence.get checks each blob against its digest
+            for line in node.evidence.get(digest).split(b"\r\n"):
+                if line.startswith(b"Subject: "):
+                    stored.add(line[len(b"Subject: "):].decode())
+    finally:
+        node.close()
+    assert answered <= stored
