@@ -4,6 +4,7 @@ graceful stop is taken over at once."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -48,6 +49,14 @@ def test_takeover_verdict(row: ExecutorRow, pid_running: bool, verdict: str) -> 
                             lease_seconds=LEASE) == verdict
 
 
+def _recorder(calls: list[str], returns: int = 0) -> Callable[[str], int]:
+    """A ``recover`` that records each dead executor id it is called with and returns ``returns``."""
+    def recover(dead: str) -> int:
+        calls.append(dead)
+        return returns
+    return recover
+
+
 def _stored(node: Any, executor_id: str) -> Any:
     with node.read() as conn:
         return conn.execute(select(executors).where(executors.c.executor_id == executor_id)).one()
@@ -68,13 +77,13 @@ def test_a_lapsed_process_is_taken_over_once_audited_and_fenced(node: Any, insta
     clock.set(NOW + timedelta(seconds=liveness.budgets.EXECUTOR_LEASE_SECONDS + 1))
     assert liveness.beat(node, "serve-a") and liveness.beat(node, "serve-b")
 
-    recovered: list[tuple[str, str]] = []
+    recovered: list[str] = []
     # Both survivors read the dead row before either claims: only one claim matches it.
-    seen = [r for r in liveness.unrecovered(node) if r.executor_id == "serve-dead"][0]
+    seen = next(r for r in liveness.unrecovered(node) if r.executor_id == "serve-dead")
     assert liveness.claim(node, seen, me="serve-a", verdict="lapsed")
     assert not liveness.claim(node, seen, me="serve-b", verdict="lapsed")
     # A full pass by the loser now finds it being taken over and does nothing.
-    assert liveness.take_over_dead(node, "serve-b", lambda dead: recovered.append(("serve-b", dead)) or 0) == []
+    assert liveness.take_over_dead(node, "serve-b", _recorder(recovered)) == []
     assert recovered == []
 
     row = _stored(node, "serve-dead")
@@ -93,13 +102,13 @@ def test_a_claimant_that_died_mid_way_is_claimed_again(node: Any, installed: Any
     liveness.register(node, "serve-dead", "serve")
     liveness.register(node, "serve-a", "serve")
     clock.set(NOW + timedelta(seconds=liveness.budgets.EXECUTOR_LEASE_SECONDS + 1))
-    seen = [r for r in liveness.unrecovered(node) if r.executor_id == "serve-dead"][0]
+    seen = next(r for r in liveness.unrecovered(node) if r.executor_id == "serve-dead")
     assert liveness.claim(node, seen, me="serve-a", verdict="lapsed")  # and serve-a dies before recovering
 
     clock.set(NOW + timedelta(seconds=3 * liveness.budgets.EXECUTOR_LEASE_SECONDS))
     liveness.register(node, "serve-c", "serve")
     calls: list[str] = []
-    done = liveness.take_over_dead(node, "serve-c", lambda dead: calls.append(dead) or 2)
+    done = liveness.take_over_dead(node, "serve-c", _recorder(calls, 2))
     assert sorted(calls) == ["serve-a", "serve-dead"]
     assert {(t.executor_id, t.verdict, t.recovered) for t in done} == {("serve-dead", "lapsed", 2),
                                                                        ("serve-a", "lapsed", 2)}
@@ -115,10 +124,10 @@ def test_a_graceful_stop_is_taken_over_at_once_and_a_live_one_is_not(node: Any, 
     liveness.register(node, "serve-a", "serve")
     liveness.mark_stopped(node, "serve-stopped")
     calls: list[str] = []
-    done = liveness.take_over_dead(node, "serve-a", lambda dead: calls.append(dead) or 0)
+    done = liveness.take_over_dead(node, "serve-a", _recorder(calls))
     assert calls == ["serve-stopped"] and [t.verdict for t in done] == ["stopped"]
     # A later pass finds nothing more to do: recovered rows are not read again.
-    assert liveness.take_over_dead(node, "serve-a", lambda dead: calls.append(dead) or 0) == []
+    assert liveness.take_over_dead(node, "serve-a", _recorder(calls)) == []
 
 
 def test_a_restart_under_the_same_configured_id_is_live_again(node: Any, installed: Any, clock: Any) -> None:
