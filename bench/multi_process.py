@@ -250,12 +250,17 @@ def until(what: str, holds: Callable[[], bool], seconds: float = SETTLE_SECONDS)
         time.sleep(0.1)
 
 
-def ingest(count: int, n: int) -> float:
+def ingest(count: int, n: int) -> tuple[float, list[int]]:
+    """Messages per second, and how many materialisations each process ran (by executor id)."""
     with world(count) as (w, _):
         start = time.monotonic()
         deliver(w, n, "in")()
         until("materialised", lambda: w.receipts_done() == n)
-        return n / (time.monotonic() - start)
+        rate = n / (time.monotonic() - start)
+        with w.node.read() as conn:
+            ran = conn.execute(text("SELECT count(*) FROM dbos.workflow_status WHERE name LIKE "
+                                    "'%materialise_workflow%' GROUP BY executor_id ORDER BY 1 DESC")).scalars().all()
+        return rate, [int(c) for c in ran]
 
 
 def dispatch(count: int, n: int) -> float:
@@ -326,9 +331,9 @@ def main() -> None:
     ap.add_argument("--skip-kill", action="store_true")
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
-    one_in, two_in = ingest(1, args.messages), ingest(2, args.messages)
+    (one_in, _), (two_in, shares) = ingest(1, args.messages), ingest(2, args.messages)
     print(f"ingest-to-materialised ({args.messages} messages): one {one_in:.1f}/s  two {two_in:.1f}/s  "
-          f"ratio {two_in / one_in:.2f}", flush=True)
+          f"ratio {two_in / one_in:.2f}  (materialisations per process with two: {shares})", flush=True)
     one_out, two_out = dispatch(1, args.sends), dispatch(2, args.sends)
     print(f"POST /api/sends to handed_over ({args.sends} sends): one {one_out:.1f}/s  two {two_out:.1f}/s  "
           f"ratio {two_out / one_out:.2f}", flush=True)

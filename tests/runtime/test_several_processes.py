@@ -182,6 +182,12 @@ def test_the_audit_chain_holds_with_two_processes_at_full_speed(pair: tuple[Serv
 
     for s in (a, b):
         assert "E_AUDIT_APPEND_RACED" not in s.log_text()
+    # Materialisation is shared: each process ran some of the node's materialisations (from either listener).
+    with node.read() as conn:
+        rows = conn.execute(text("SELECT executor_id, count(*) FROM dbos.workflow_status "
+                                 "WHERE name LIKE '%materialise_workflow%' GROUP BY executor_id")).all()
+    ran: dict[str, int] = {e: int(n) for e, n in rows}
+    assert set(ran) == {a.executor_id, b.executor_id} and sum(ran.values()) == deliveries, ran
     verdict = a.call("POST", "/api/audit/verify")["verification"]
     assert verdict["intact"] is True and verdict["checked"] >= 2 * sends, verdict
     with node.read() as conn:
