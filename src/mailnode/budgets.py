@@ -744,6 +744,23 @@ SHUTDOWN_DRAIN_SECONDS = 10.0
 #: (DBOS's queue polling interval is 1 s by default), so 5 s is several polls; past it the stop goes on.
 SHUTDOWN_STOP_STARTING_SECONDS = 5.0
 
+# --- Several processes on one database (issue 19) ----------------------------------------------------
+
+#: Seconds between a ``serve`` process's heartbeats in ``executors`` (``mailnode.liveness``); each pass also
+#: looks for dead processes to take over. Sized at a fifth of the lease, so a live process misses four beats
+#: (a stalled database, a long GC pause) before anyone may judge it dead; one beat is one short UPDATE.
+EXECUTOR_HEARTBEAT_SECONDS = 3.0
+#: A ``serve`` process whose last heartbeat is older than this is dead: one survivor takes over its pending
+#: durable work (materialisation, Butler runs, sweeps, notices) and its dispatch claims. Sized: issue 19 asks
+#: for takeover "within a lease" and a two-process kill test under a minute; 15 s is 5 beats, so a false
+#: verdict needs a process stalled 15 s (it then stops itself: ``liveness.beat`` finds itself taken over).
+#: A predecessor on the same host whose pid no longer runs is dead at once, without waiting for the lease.
+EXECUTOR_LEASE_SECONDS = 15.0
+#: Exit status of a ``serve`` process that found its heartbeat row taken over by another (it was judged
+#: dead while running, so its work is already being redone elsewhere): EX_SOFTWARE from sysexits.h, so a
+#: service manager restarts it (under a new executor id).
+EXECUTOR_FENCED_EXIT_STATUS = 70
+
 # --- The suppression list (issue 20) ---------------------------------------------------------------------
 
 #: Rows one ``POST /api/suppressions/import`` (or ``mailnode suppressions import``) takes, at most. Sized: the

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import socket
 import threading
 import time
@@ -96,12 +97,33 @@ def use_wal(url: str) -> None:
 
 
 def executor_id(node: Node, role: str = "serve") -> str:
-    """This process's executor id: the setting, else ``<role>-<host>``.
+    """This process's executor id: the setting, else ``<role>-<host>-<pid>``.
 
-    Stable across restarts, so a restarted ``serve`` recovers its own pending workflows; several
-    processes sharing one database must each set ``MAILNODE_EXECUTOR_ID`` (spec/dbos.md trap 3).
+    The derived id is distinct among live processes, on one host as on several (spec/dbos.md trap 3: two
+    live processes with one id re-run each other's workflows; ``<role>-<host>`` alone was the same for two
+    processes on one host). It is not stable across restarts, and need not be: a restarted process (or any
+    other) takes over a dead one's pending work through ``mailnode.liveness`` (issue 19). A configured id
+    keeps DBOS's own recovery at start as well; it must then differ between processes.
     """
-    return node.settings.executor_id or f"{role}-{socket.gethostname()}"
+    return node.settings.executor_id or f"{role}-{socket.gethostname()}-{os.getpid()}"
+
+
+def recover_executor(dead_executor_id: str) -> int:
+    """Hand the PENDING workflows of the dead executor ``dead_executor_id`` (of this mailnode version) back to
+    DBOS's queues, where whichever live process dequeues each first runs it from its last recorded step;
+    returns how many. DBOS re-enqueues a workflow only while it is PENDING under that id, so recovering twice
+    (two survivors, or a claimant that died mid-way) starts nothing twice.
+
+    Uses DBOS 3.4's ``DBOS._recover_pending_workflows`` (what DBOS's own conductor calls for a dead executor;
+    3.4 has no public name for it). Raises ``E_EXECUTOR_NOT_RUNNING`` (500) outside ``launch``..``shutdown``.
+    """
+    from dbos import DBOS
+
+    if not _launched:
+        raise MailnodeError(code="E_EXECUTOR_NOT_RUNNING", what="No durable executor runs in this process.",
+                            why="runtime.launch() has not run in this process, or it was shut down.",
+                            fix="Start the node with mailnode serve.", status=500)
+    return len(DBOS._recover_pending_workflows([dead_executor_id]))
 
 
 def launch(node: Node, role: str = "serve") -> None:
@@ -152,7 +174,8 @@ class ExecutorStopping(BaseException):
 
     A ``BaseException``, like ``KeyboardInterrupt``: DBOS records an ``Exception`` escaping a workflow as
     its ERROR outcome and lets anything else pass unrecorded, so the workflow stays PENDING and the next
-    start of an executor with the same id (or ``DBOS.resume_workflow``) recovers it from its last step.
+    start of an executor with the same id, a takeover of this executor (``recover_executor``, driven by
+    ``mailnode.liveness``) or ``DBOS.resume_workflow`` recovers it from its last step.
     """
 
 
@@ -173,7 +196,7 @@ def pending_on_stop(body: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Co
         except asyncio.CancelledError:
             from dbos import DBOS
 
-            log.info("workflow.left_pending id=%s name=%s: the executor is stopping; the next start recovers it",
+            log.info("workflow.left_pending id=%s name=%s: the executor is stopping; a takeover recovers it",
                      DBOS.workflow_id, body.__name__)
             raise ExecutorStopping(DBOS.workflow_id) from None
 
@@ -329,7 +352,8 @@ def shutdown() -> None:
     """Stop DBOS starting workflows (``budgets.SHUTDOWN_STOP_STARTING_SECONDS``), wait for running sync
     workflow bodies (``drained_on_stop``, bounded by ``budgets.SHUTDOWN_DRAIN_SECONDS``), then destroy DBOS
     and forget the node. DBOS's event loop cancels every async workflow, which stays PENDING
-    (``pending_on_stop``) for the next start of this executor id to recover."""
+    (``pending_on_stop``) for the next start of this executor id, or a takeover (``recover_executor``), to
+    recover."""
     global _node, _launched, _executor_id
     from dbos import DBOS
 

@@ -1,20 +1,31 @@
 """``mailnode serve``: the API (uvicorn), the SMTP listener and the durable executor in one process.
 
-Start order: open the node (upgrading the schema), launch DBOS (recovering pending workflows), start
-the SMTP listener, then serve HTTP until SIGINT or SIGTERM (uvicorn handles both and drains requests).
-Stop order is the reverse; every part is stopped even when another fails to stop.
+Start order: open the node (upgrading the schema), record this process as live (``liveness.register``),
+launch DBOS (recovering pending workflows of this executor id), take over any dead process's work
+(``liveness``), start the heartbeat, start the SMTP listener, then serve HTTP until SIGINT or SIGTERM (uvicorn
+handles both and drains requests). Stop order is the reverse, ending with ``liveness.mark_stopped`` once DBOS is
+destroyed, so another process (or this one's next start) takes over what it left pending at once; every part
+is stopped even when another fails to stop.
+
+Several processes on one database share everything (issue 19): materialisations wait on a DBOS queue any
+process dequeues, scheduled passes are one workflow per tick whichever process's scheduler fires it first,
+dispatch claims sends one by one with a lease, and a process that dies is taken over by a survivor within
+``budgets.EXECUTOR_LEASE_SECONDS`` (``mailnode.liveness``; ``docs/operations.md``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import threading
+import time
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from mailnode import logs, runtime, wiring
+from mailnode import budgets, liveness, logs, runtime, wiring
 from mailnode.app import create_app
 from mailnode.app_events import workflows as webhook_workflows
 from mailnode.config import Settings
@@ -43,8 +54,15 @@ def run_server(settings: Settings) -> None:
         node = Node.open(settings)
         stack.callback(node.close)
         outbound_workflows.recover_own_claims(node)
+        me = runtime.executor_id(node)
+        liveness.register(node, me, "serve")
+        stack.callback(liveness.mark_stopped, node, me)  # after runtime.shutdown: nothing of ours runs then
         wiring.launch(node)
         stack.callback(runtime.shutdown)
+        heartbeat = Heartbeat(node, me)
+        heartbeat.once()  # a predecessor that is gone is taken over now, not a beat later
+        heartbeat.start()
+        stack.callback(heartbeat.stop)
         apply_schedules(settings)
         workflows.scan_unmaterialised()
         controller = start_listener(node, workflows.start, smtp_host, smtp_port)
@@ -60,6 +78,67 @@ def run_server(settings: Settings) -> None:
             # shows it; with JSON logs every line stays a JSON object and ``serve.listening`` carries it.
             print(f"web inbox: {web_address(host, port)}", flush=True)
         server.run()
+
+
+def recover_dead(node: Node, dead_executor_id: str) -> int:
+    """Recover what the dead executor ``dead_executor_id`` left: its PENDING workflows go back to DBOS's queues
+    for any live process (``runtime.recover_executor``) and its dispatch claims are resolved
+    (``outbound.workflows.recover_claims_of``). Returns how many of both."""
+    return runtime.recover_executor(dead_executor_id) + outbound_workflows.recover_claims_of(node, dead_executor_id)
+
+
+class Heartbeat:
+    """This process's heartbeat and takeover loop (``mailnode.liveness``) on a daemon thread: every
+    ``budgets.EXECUTOR_HEARTBEAT_SECONDS``, ``once``.
+
+    A process must never run on once another may have taken its work over. So the loop exits the process at
+    once (``os._exit`` with ``budgets.EXECUTOR_FENCED_EXIT_STATUS``, as a crash: its durable work is already
+    being redone elsewhere) when a beat finds its row taken over, and when no beat has succeeded for the
+    lease minus two beats (the database unreachable: a survivor may be about to judge it dead). A pass that
+    fails otherwise is logged with its traceback (``executor.heartbeat_failed``) and the next one runs.
+    """
+
+    def __init__(self, node: Node, executor_id: str) -> None:
+        self.node, self.executor_id = node, executor_id
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mailnode-heartbeat", daemon=True)
+        self._last_beat = time.monotonic()
+
+    def once(self) -> list[liveness.Takeover]:
+        """Beat, then take over every dead process (``liveness.take_over_dead``); the takeovers done. Exits the
+        process when the beat finds this executor taken over (see the class docstring)."""
+        if not liveness.beat(self.node, self.executor_id):
+            fence(self.executor_id, "its row was taken over by another process")
+        self._last_beat = time.monotonic()
+        return liveness.take_over_dead(self.node, self.executor_id, lambda dead: recover_dead(self.node, dead))
+
+    def start(self) -> None:
+        """Start the loop."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the loop and wait for a pass in progress (bounded by the drain budget)."""
+        self._stopping.set()
+        self._thread.join(timeout=budgets.SHUTDOWN_DRAIN_SECONDS)
+
+    def _run(self) -> None:
+        unbeaten = budgets.EXECUTOR_LEASE_SECONDS - 2 * budgets.EXECUTOR_HEARTBEAT_SECONDS
+        while not self._stopping.wait(budgets.EXECUTOR_HEARTBEAT_SECONDS):
+            try:
+                self.once()
+            except Exception:
+                log.exception("executor.heartbeat_failed executor=%s", self.executor_id)
+                if time.monotonic() - self._last_beat > unbeaten:
+                    fence(self.executor_id, f"no heartbeat succeeded for {unbeaten:.0f} s")
+
+
+def fence(executor_id: str, why: str) -> None:
+    """Exit this process at once (no cleanup, as ``kill -9``): another process has taken, or may be about to
+    take, its durable work over (``Heartbeat``). Logged first as ``executor.fenced``."""
+    log.critical("executor.fenced executor=%s: %s; exiting so no work runs twice", executor_id, why)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(budgets.EXECUTOR_FENCED_EXIT_STATUS)
 
 
 def web_address(host: str, port: int) -> str:

@@ -57,7 +57,7 @@ class _PortTaken(Exception):
 class Served:
     """One ``mailnode serve`` process over a data directory, restartable and killable."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str], installed: dict[str, Any] | None = None) -> None:
         self.data_dir, self.env = data_dir, env
         self.http, self.smtp = free_port(), free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -66,11 +66,26 @@ class Served:
         self._node: Any = None
         #: Every log file this node's processes wrote, in start order (stdout and stderr together).
         self.log_paths: list[Path] = []
+        if installed is not None:  # another process of a node already initialised (``sibling``)
+            self.installed = installed
+            self.headers = {"Authorization": f"Bearer {installed['token']}"}
+            return
         out = subprocess.run([*MAILNODE, "init", "--data-dir", str(data_dir), "--org", "Example", "--domain",
                               "example.test", "--admin-email", "alex@example.test", "--json"],
                              env=env, check=True, capture_output=True, text=True)
         self.installed = json.loads(out.stdout)
         self.headers = {"Authorization": f"Bearer {self.installed['token']}"}
+
+    def sibling(self) -> Served:
+        """Another ``mailnode serve`` process of this node: the same data directory (the evidence store is
+        shared) and database, its own ports, no ``init``; several processes on one PostgreSQL (issue 19)."""
+        return Served(self.data_dir, self.env, installed=self.installed)
+
+    @property
+    def executor_id(self) -> str:
+        """The executor id the running process derived (no ``MAILNODE_EXECUTOR_ID``): ``serve-<host>-<pid>``."""
+        assert self.proc is not None
+        return f"serve-{socket.gethostname()}-{self.proc.pid}"
 
     def start(self, **extra_env: str) -> Served:
         """Start ``mailnode serve`` (with ``extra_env`` on top of the fixture's) and wait for ``/api/health``.

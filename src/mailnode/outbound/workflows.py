@@ -4,7 +4,9 @@ The sweep runs every ``settings.dispatch_interval_seconds`` (``server.apply_sche
 started after a seal or a retry: a workflow keyed on the send id (so starting it twice is one run) that
 sleeps durably until the send's ``release_at`` (0 s for a hold window of 0) and then sweeps. Both call
 ``dispatch.sweep`` with this process's executor id in the claim token, so a restart under the same
-executor id recovers the claims a killed predecessor left (``recover_own_claims``).
+executor id recovers the claims a killed predecessor left (``recover_own_claims``), and a process that takes
+over a dead one (``mailnode.liveness``) recovers the claims made under its id without waiting for their
+lease (``recover_claims_of``).
 """
 
 from __future__ import annotations
@@ -79,3 +81,16 @@ def recover_own_claims(node: Node) -> int:
     """At start-up, before the durable executor runs anything: resolve claims left under this process's
     executor id. Executor ids are unique among live processes, so their holder is dead."""
     return dispatch.recover_claims(node, dispatch.capabilities_of(node), own_executor_id=runtime.executor_id(node))
+
+
+def recover_claims_of(node: Node, dead_executor_id: str) -> int:
+    """Resolve every claim made under ``dead_executor_id``, whose process is dead (a takeover decided it:
+    ``mailnode.liveness``), without waiting for the claims' lease (``budgets.DISPATCH_LEASE_SECONDS``); returns
+    how many. ``dispatch.recover_claims`` reads a bounded batch, so it runs again until a batch resolves none;
+    each claim is resolved in its own transaction guarded by its claim token, so two recoverers never
+    resolve one claim twice."""
+    caps = dispatch.capabilities_of(node)
+    total = 0
+    while recovered := dispatch.recover_claims(node, caps, own_executor_id=dead_executor_id):
+        total += recovered
+    return total

@@ -13,7 +13,8 @@ addresses, applications), ``mail`` (mailboxes), ``mail_messages`` (messages, con
 ``ingress`` (receipts), ``governance`` (policies, limits, approvals, pauses, breakers), ``governance_provider``
 (the provider-availability breaker), ``governance_supervised`` (supervised grants), ``outbound`` (sends and
 their recipients), ``outbound_suppression`` (the suppression list), ``butler`` (Butlers and versions),
-``butler_runs`` (runs and effects), ``notices``, ``retention`` (holds and purges), ``search``; the audit
+``butler_runs`` (runs and effects), ``executors`` (the liveness of serve processes), ``notices``,
+``retention`` (holds and purges), ``search``; the audit
 chain's table is ``mailnode.audit``'s. Add a new module to the imports below (an unlisted module's tables
 would be missing from migrations, which the drift test catches).
 """
@@ -27,6 +28,7 @@ from mailnode.schema import butler as _butler  # noqa: F401
 from mailnode.schema import butler_runs as _butler_runs  # noqa: F401
 from mailnode.schema import directory as _directory  # noqa: F401
 from mailnode.schema import directory_contacts as _directory_contacts  # noqa: F401
+from mailnode.schema import executors as _executors  # noqa: F401
 from mailnode.schema import governance as _governance  # noqa: F401
 from mailnode.schema import governance_provider as _governance_provider  # noqa: F401
 from mailnode.schema import governance_supervised as _governance_supervised  # noqa: F401
