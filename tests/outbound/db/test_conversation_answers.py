@@ -32,8 +32,11 @@ def _send(api: Any, installed: Any, **body: Any) -> dict[str, Any]:
 
 
 def _handed(node: Any, sink: Any) -> list[Any]:
+    """What the sweep handed over, in the order the sends were made: a batch submits its sends concurrently, so
+    the sink receives them in any order; the Message-ID carries the send's id, a ULID, which sorts by time."""
     dispatch.sweep(node, transport=sink.transport())
-    return [message_from_bytes(t.content, policy=default_policy) for t in sink.handler.received]
+    msgs = [message_from_bytes(t.content, policy=default_policy) for t in sink.handler.received]
+    return sorted(msgs, key=lambda m: str(m["Message-ID"]))
 
 
 def _user(api: Any, node: Any, installed: Any, email: str, *relations: str) -> str:
