@@ -149,6 +149,19 @@ def lock_chain(conn: Connection, org_id: str) -> None:
         _CHAIN_LOCKS_HELD.setdefault(txn, set()).add(org_id)
 
 
+def _locked_tip(conn: Connection, org_id: str) -> tuple[int, str]:
+    """Take the organisation's chain lock (``lock_chain``), then read its tip: ``(seq, hash)`` of the last
+    entry, ``(0, GENESIS)`` for an empty chain (1 statement, and the lock on PostgreSQL)."""
+    lock_chain(conn, org_id)
+    tip = conn.execute(
+        select(audit_entries.c.seq, audit_entries.c.hash)
+        .where(audit_entries.c.org_id == org_id)
+        .order_by(audit_entries.c.seq.desc())
+        .limit(1)
+    ).first()
+    return (int(tip.seq), str(tip.hash)) if tip else (0, GENESIS)
+
+
 def append(
     conn: Connection,
     *,
@@ -170,15 +183,8 @@ def append(
     """
     kind = actor_kind or actor_kind_of(actor_id)
     detail_text = _detail_text(detail)
-    lock_chain(conn, org_id)
-    tip = conn.execute(
-        select(audit_entries.c.seq, audit_entries.c.hash)
-        .where(audit_entries.c.org_id == org_id)
-        .order_by(audit_entries.c.seq.desc())
-        .limit(1)
-    ).first()
-    seq = (tip.seq + 1) if tip else 1
-    prev = tip.hash if tip else GENESIS
+    last, prev = _locked_tip(conn, org_id)
+    seq = last + 1
     entry_id = new_id("aud")
     conn.execute(audit_entries.insert().values(
         id=entry_id, org_id=org_id, seq=seq, at=at, actor_id=actor_id, actor_kind=kind, action=action,
@@ -211,15 +217,7 @@ def append_many(conn: Connection, *, org_id: str, entries: list[Entry]) -> list[
     """
     if not entries:
         return []
-    lock_chain(conn, org_id)
-    tip = conn.execute(
-        select(audit_entries.c.seq, audit_entries.c.hash)
-        .where(audit_entries.c.org_id == org_id)
-        .order_by(audit_entries.c.seq.desc())
-        .limit(1)
-    ).first()
-    seq = tip.seq if tip else 0
-    prev = tip.hash if tip else GENESIS
+    seq, prev = _locked_tip(conn, org_id)
     rows: list[dict[str, Any]] = []
     for e in entries:
         seq += 1

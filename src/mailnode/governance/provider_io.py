@@ -144,6 +144,22 @@ class Reservation:
     request_id: str | None = None
 
 
+def _locked_with_in_flight(conn: Connection, transport: str, now: datetime) -> Any:
+    """The transport's ``provider_status`` row locked, with its requests in flight counted; None only on its
+    first request, when this transaction's insert created the row (held locked until commit). One statement,
+    one more on a transport's first request (two when another worker's insert won: its row is read)."""
+    row = conn.execute(_with_in_flight(transport, now).with_for_update()).first()
+    if row is None:
+        # A transport's first request: create its row. An insert that took holds its new row locked until
+        # commit; one that lost to another worker's insert reads (and locks) that worker's row instead.
+        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        made = conn.execute(insert(provider_status).values(transport=transport, updated_at=now)
+                            .on_conflict_do_nothing(index_elements=["transport"]))
+        if made.rowcount != 1:
+            row = conn.execute(_with_in_flight(transport, now).with_for_update()).first()
+    return row
+
+
 def reserve(conn: Connection, transport: str, mail_class: str, now: datetime, limits: ProviderLimits, *,
             lease_seconds: float, manifest_id: str | None = None) -> Reservation:
     """Ask for one provider request of ``mail_class`` with the requests in flight counted, and reserve it.
@@ -154,15 +170,7 @@ def reserve(conn: Connection, transport: str, mail_class: str, now: datetime, li
 row), one more on a transport's first request. Commit it before making the request, so another
     worker's reservation counts it. spec/transactional.md §2 "Reserve"; issue 17 item 2.
     """
-    row = conn.execute(_with_in_flight(transport, now).with_for_update()).first()
-    if row is None:
-        # A transport's first request: create its row. An insert that took holds its new row locked until
-        # commit; one that lost to another worker's insert reads (and locks) that worker's row instead.
-        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-        made = conn.execute(insert(provider_status).values(transport=transport, updated_at=now)
-                            .on_conflict_do_nothing(index_elements=["transport"]))
-        if made.rowcount != 1:
-            row = conn.execute(_with_in_flight(transport, now).with_for_update()).first()
+    row = _locked_with_in_flight(conn, transport, now)
     status = from_row(transport, row)
     decision = may_send(status, mail_class, now, limits, in_flight=int(row.in_flight) if row is not None else 0)
     emit(decision.logs)
@@ -191,13 +199,7 @@ def reserve_many(conn: Connection, transport: str, requests: list[tuple[str, str
     """
     if not requests:
         return []
-    row = conn.execute(_with_in_flight(transport, now).with_for_update()).first()
-    if row is None:
-        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-        made = conn.execute(insert(provider_status).values(transport=transport, updated_at=now)
-                            .on_conflict_do_nothing(index_elements=["transport"]))
-        if made.rowcount != 1:
-            row = conn.execute(_with_in_flight(transport, now).with_for_update()).first()
+    row = _locked_with_in_flight(conn, transport, now)
     status = from_row(transport, row)
     flying = int(row.in_flight) if row is not None else 0
     ticket = status.requests_issued
